@@ -1,0 +1,1 @@
+"""Datasets: sources, decoding, optical flow, shards and preparation."""

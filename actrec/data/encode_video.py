@@ -1,0 +1,149 @@
+"""One video to one serialised record: decode, resize, JPEG-encode, optical flow.
+
+This runs inside the preparation worker processes and must stay TensorFlow-free.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import cv2
+import numpy as np
+
+from actrec.data.flow import create_flow_estimator, grey, quantize_flow
+from actrec.data.shards import VideoRecord, encode_video_record
+from actrec.data.video import FrameSize, iter_video_frames
+from actrec.errors import VideoReadError
+
+
+@dataclass(frozen=True)
+class PrepareSettings:
+    """How videos are turned into records; recorded in the manifest, checked on resume.
+
+    frame_size: FrameSize.parse text ("256", "340x256", "original").
+    fps: resample to this rate (None keeps the source rate).
+    flow: "dis", "farneback", "tvl1" or "none".
+    jpeg_quality: 1-100 for RGB frames and flow images.
+    min_frames: videos with fewer decoded frames are skipped as too short.
+    shard_size_mb: a shard is closed once it holds at least this many MB of records.
+    """
+
+    frame_size: str = "256"
+    fps: float | None = None
+    flow: str = "dis"
+    jpeg_quality: int = 90
+    min_frames: int = 8
+    shard_size_mb: float = 150.0
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class VideoTask:
+    """One video to encode; `position` is its index in the split's sorted list."""
+
+    position: int
+    video_id: str
+    path: str
+    label: int
+    label_text: str
+    split: str
+
+
+@dataclass(frozen=True)
+class VideoResult:
+    """What a worker returns. `record` is None when the video was skipped (see `reason`)."""
+
+    position: int
+    video_id: str
+    split: str
+    label: int
+    path: str
+    record: bytes | None
+    num_frames: int
+    reason: str = ""
+    detail: str = ""
+
+    @property
+    def digest(self) -> str:
+        return hashlib.sha256(self.record).hexdigest() if self.record is not None else ""
+
+
+def initialise_worker() -> None:
+    """Per-process set-up: one OpenCV thread per worker; parallelism comes from processes."""
+    cv2.setNumThreads(1)
+
+
+def _jpeg(image: np.ndarray, quality: int) -> bytes:
+    """uint8 [H, W] or RGB [H, W, 3] -> JPEG bytes."""
+    if image.ndim == 3:
+        image = cv2.cvtColor(image, cv2.COLOR_RGB2BGR)
+    ok, encoded = cv2.imencode(".jpg", image, [cv2.IMWRITE_JPEG_QUALITY, quality])
+    if not ok:
+        raise RuntimeError("OpenCV could not JPEG-encode a frame")
+    return encoded.tobytes()
+
+
+def encode_video(task: VideoTask, settings: PrepareSettings) -> VideoResult:
+    """Decode `task.path` and build its record; never raises for a bad video (skips it)."""
+
+    def skipped(reason: str, detail: str, num_frames: int = 0) -> VideoResult:
+        return VideoResult(
+            task.position,
+            task.video_id,
+            task.split,
+            task.label,
+            task.path,
+            None,
+            num_frames,
+            reason,
+            detail,
+        )
+
+    path = Path(task.path)
+    estimate_flow = None if settings.flow == "none" else create_flow_estimator(settings.flow)
+    rgb_jpegs: list[bytes] = []
+    flow_x_jpegs: list[bytes] = []
+    flow_y_jpegs: list[bytes] = []
+    previous_grey = None
+    height = width = 0
+    try:
+        frames = iter_video_frames(path, FrameSize.parse(settings.frame_size), settings.fps)
+        for frame in frames:  # RGB uint8 [H, W, 3]
+            height, width = frame.shape[:2]
+            rgb_jpegs.append(_jpeg(frame, settings.jpeg_quality))
+            if estimate_flow is not None:
+                current_grey = grey(frame)
+                if previous_grey is not None:
+                    quantized = quantize_flow(estimate_flow(previous_grey, current_grey))
+                    flow_x_jpegs.append(_jpeg(quantized[..., 0], settings.jpeg_quality))
+                    flow_y_jpegs.append(_jpeg(quantized[..., 1], settings.jpeg_quality))
+                previous_grey = current_grey
+    except VideoReadError as error:
+        return skipped(error.reason, error.detail)
+    except Exception as error:  # a corrupt file can make a decoder fail in any way
+        return skipped("undecodable", f"decoding failed: {type(error).__name__}: {error}")
+    if len(rgb_jpegs) < settings.min_frames:
+        return skipped(
+            "too-short",
+            f"{len(rgb_jpegs)} frames decoded, fewer than --min-frames {settings.min_frames}",
+            len(rgb_jpegs),
+        )
+    record = encode_video_record(
+        VideoRecord(
+            video_id=task.video_id,
+            label=task.label,
+            label_text=task.label_text,
+            height=height,
+            width=width,
+            rgb_jpegs=rgb_jpegs,
+            flow_x_jpegs=flow_x_jpegs,
+            flow_y_jpegs=flow_y_jpegs,
+        )
+    )
+    return VideoResult(
+        task.position, task.video_id, task.split, task.label, task.path, record, len(rgb_jpegs)
+    )

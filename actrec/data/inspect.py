@@ -1,0 +1,222 @@
+"""Read a prepared dataset back, check it against its manifest, draw a contact sheet."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import cv2
+import numpy as np
+
+from actrec.atomic import write_bytes_atomic
+from actrec.data import shards
+from actrec.data.flow import dequantize_flow, flow_to_color
+from actrec.data.manifest import read_manifest
+from actrec.progress import NullProgress, Progress
+
+MAX_PROBLEMS_LISTED = 50
+TILE_HEIGHT = 96
+
+
+@dataclass
+class InspectionReport:
+    """records: records read per split; expected: videos the manifest lists as prepared."""
+
+    records: dict[str, int] = field(default_factory=dict)
+    expected: dict[str, int] = field(default_factory=dict)
+    skipped: dict[str, int] = field(default_factory=dict)
+    frames: dict[str, int] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+    num_problems: int = 0
+    contact_sheet: Path | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.num_problems == 0
+
+    def add_problem(self, text: str) -> None:
+        self.num_problems += 1
+        if len(self.problems) < MAX_PROBLEMS_LISTED:
+            self.problems.append(text)
+
+
+def _decoded_sequence(example, key: str) -> list[bytes]:
+    return [
+        feature.bytes_list.value[0] for feature in example.feature_lists.feature_list[key].feature
+    ]
+
+
+def _check_record(
+    serialized: bytes,
+    shard_name: str,
+    expected: dict,
+    seen: set,
+    report: InspectionReport,
+    with_flow: bool,
+):
+    """Check one record against the manifest; returns the parsed SequenceExample or None."""
+    import tensorflow as tf
+
+    try:
+        example = tf.train.SequenceExample.FromString(serialized)
+    except Exception as error:  # protobuf raises DecodeError subclasses
+        report.add_problem(f"{shard_name}: a record does not parse ({error})")
+        return None
+    context = example.context.feature
+    video_id = context[shards.VIDEO_ID_KEY].bytes_list.value[0].decode()
+    entry = expected.get(video_id)
+    if entry is None:
+        report.add_problem(f"{shard_name}: record {video_id!r} is not in the manifest")
+        return example
+    if video_id in seen:
+        report.add_problem(f"{shard_name}: record {video_id!r} appears more than once")
+    seen.add(video_id)
+    frames = len(_decoded_sequence(example, shards.RGB_KEY))
+    checks = [
+        ("shard", entry["shard"], shard_name),
+        ("digest", entry["digest"], hashlib.sha256(serialized).hexdigest()),
+        ("label", entry["label"], context[shards.LABEL_INDEX_KEY].int64_list.value[0]),
+        ("frames", entry["frames"], frames),
+    ]
+    if with_flow:
+        checks.append(
+            ("flow frames", frames - 1, len(_decoded_sequence(example, shards.FLOW_X_KEY)))
+        )
+    for name, wanted, found in checks:
+        if wanted != found:
+            report.add_problem(
+                f"{shard_name}: {video_id}: {name} is {found!r}, the manifest says {wanted!r}"
+            )
+    return example
+
+
+def _evenly_spaced(count: int, available: int) -> list[int]:
+    return sorted({round(i * (available - 1) / max(count - 1, 1)) for i in range(count)})
+
+
+def _tile(image: np.ndarray) -> np.ndarray:
+    """Resize an RGB [H, W, 3] image to TILE_HEIGHT rows."""
+    height, width = image.shape[:2]
+    return cv2.resize(image, (max(1, round(width * TILE_HEIGHT / height)), TILE_HEIGHT))
+
+
+def _contact_rows(example, frames_per_video: int, with_flow: bool) -> np.ndarray:
+    """Two rows of tiles for one video: RGB frames over their colour-coded flow. RGB [H, W, 3]."""
+    rgb_jpegs = _decoded_sequence(example, shards.RGB_KEY)
+    indices = _evenly_spaced(frames_per_video, len(rgb_jpegs) - (1 if with_flow else 0))
+    decode = lambda data, flag: cv2.imdecode(np.frombuffer(data, np.uint8), flag)  # noqa: E731
+    rgb = [
+        _tile(cv2.cvtColor(decode(rgb_jpegs[i], cv2.IMREAD_COLOR), cv2.COLOR_BGR2RGB))
+        for i in indices
+    ]
+    rows = [np.concatenate(rgb, axis=1)]
+    if with_flow:
+        flow_x = _decoded_sequence(example, shards.FLOW_X_KEY)
+        flow_y = _decoded_sequence(example, shards.FLOW_Y_KEY)
+        colours = []
+        for i in indices:
+            quantized = np.stack(
+                [decode(flow_x[i], cv2.IMREAD_GRAYSCALE), decode(flow_y[i], cv2.IMREAD_GRAYSCALE)],
+                axis=-1,
+            )
+            colours.append(_tile(flow_to_color(dequantize_flow(quantized))))
+        rows.append(np.concatenate(colours, axis=1))
+    block = np.concatenate(rows, axis=0)
+    label = example.context.feature[shards.LABEL_TEXT_KEY].bytes_list.value[0].decode()
+    video_id = example.context.feature[shards.VIDEO_ID_KEY].bytes_list.value[0].decode()
+    header = np.full((22, block.shape[1], 3), 255, np.uint8)
+    cv2.putText(
+        header,
+        f"{label}  {video_id}"[:80],
+        (4, 16),
+        cv2.FONT_HERSHEY_SIMPLEX,
+        0.45,
+        (0, 0, 0),
+        1,
+        cv2.LINE_AA,
+    )
+    return np.concatenate([header, block], axis=0)
+
+
+def _write_contact_sheet(path: Path, blocks: list[np.ndarray]) -> None:
+    width = max(block.shape[1] for block in blocks)
+    padded = [
+        np.pad(block, ((0, 4), (0, width - block.shape[1]), (0, 0)), constant_values=255)
+        for block in blocks
+    ]
+    sheet = np.concatenate(padded, axis=0)
+    ok, png = cv2.imencode(".png", cv2.cvtColor(sheet, cv2.COLOR_RGB2BGR))
+    if not ok:
+        raise RuntimeError("OpenCV could not encode the contact sheet")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_bytes_atomic(path, png.tobytes())
+
+
+def inspect_prepared(
+    prepared_dir: Path | str,
+    contact_sheet: Path | str | None = None,
+    num_videos: int = 4,
+    frames_per_video: int = 6,
+    progress: Progress | None = None,
+) -> InspectionReport:
+    """Read every record of every shard and compare it with the manifest.
+
+    Checks: each listed shard exists and parses, each record's id is in the manifest, is in
+    the shard the manifest names, appears once, and has the manifest's digest, label and
+    frame count (and T-1 flow frames); every video the manifest lists as prepared is found.
+    With `contact_sheet`, writes a PNG of `num_videos` videos (different classes where
+    possible): RGB frames over colour-coded flow.
+    """
+    progress = progress or NullProgress()
+    prepared_dir = Path(prepared_dir)
+    manifest = read_manifest(prepared_dir)
+    with_flow = manifest["settings"].get("flow", "none") != "none"
+    report = InspectionReport()
+    blocks: list[np.ndarray] = []
+    labels_drawn: set[int] = set()
+    total = sum(info["videos"] for info in manifest["splits"].values())
+    progress.start("reading records", total)
+    try:
+        for split, info in manifest["splits"].items():
+            expected = {
+                v["id"]: v
+                for v in manifest["videos"]
+                if v["split"] == split and v["status"] == "ok"
+            }
+            report.expected[split] = len(expected)
+            report.skipped[split] = info["skipped"]
+            report.records[split] = report.frames[split] = 0
+            seen: set[str] = set()
+            for shard_name in info["shards"]:
+                path = prepared_dir / shard_name
+                if not path.exists():
+                    report.add_problem(f"{shard_name}: listed in the manifest but missing")
+                    continue
+                try:
+                    for serialized in shards.iter_serialized_records(path):
+                        example = _check_record(
+                            serialized, shard_name, expected, seen, report, with_flow
+                        )
+                        report.records[split] += 1
+                        progress.advance(1)
+                        if example is None:
+                            continue
+                        label = example.context.feature[shards.LABEL_INDEX_KEY].int64_list.value[0]
+                        report.frames[split] += len(_decoded_sequence(example, shards.RGB_KEY))
+                        if contact_sheet and len(blocks) < num_videos and label not in labels_drawn:
+                            labels_drawn.add(label)
+                            blocks.append(_contact_rows(example, frames_per_video, with_flow))
+                except Exception as error:  # tf.errors.DataLossError for a corrupt shard
+                    report.add_problem(f"{shard_name}: cannot be read to the end ({error})")
+            for video_id in sorted(set(expected) - seen):
+                report.add_problem(
+                    f"{video_id}: listed as prepared in {expected[video_id]['shard']} "
+                    "but no record was found"
+                )
+    finally:
+        progress.finish()
+    if contact_sheet and blocks:
+        report.contact_sheet = Path(contact_sheet)
+        _write_contact_sheet(report.contact_sheet, blocks)
+    return report

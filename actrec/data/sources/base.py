@@ -1,0 +1,72 @@
+"""What every dataset source returns: the videos of one official split, labelled.
+
+A source reads a dataset's official annotation files and lists its videos; it does not
+open the videos. Missing files are not an error here: `prepare` reports them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+SPLIT_NAMES = ("train", "val", "test")
+VIDEO_EXTENSIONS = (".avi", ".mp4", ".mkv", ".webm", ".mov", ".m4v", ".mpg", ".mpeg", ".flv")
+UNLABELLED = -1
+
+
+@dataclass(frozen=True)
+class VideoEntry:
+    """One listed video.
+
+    video_id: stable unique id, the path relative to the dataset root as the annotation
+        names it, without extension (e.g. "ApplyEyeMakeup/v_ApplyEyeMakeup_g08_c01").
+    path: where the file is (or, when it is missing, where it was expected).
+    label: 0-based class index, or UNLABELLED (-1) for splits without labels.
+    split: one of SPLIT_NAMES.
+    """
+
+    video_id: str
+    path: Path
+    label: int
+    split: str
+
+
+@dataclass(frozen=True)
+class SourceOptions:
+    """Options shared by the sources; each source uses the ones that apply to it.
+
+    split: official split id ("1", "2", "3" for UCF101 / HMDB51); None = the default.
+    annotations: folder (or file) holding the annotation files; None = look in the root.
+    seed, val_fraction, test_fraction: the seeded stratified split of `folder`.
+    """
+
+    split: str | None = None
+    annotations: Path | None = None
+    seed: int = 0
+    val_fraction: float = 0.1
+    test_fraction: float = 0.2
+
+
+@dataclass(frozen=True)
+class DatasetListing:
+    """The videos of one split of one dataset.
+
+    dataset: source name ("ucf101", ...); split_name: which official split ("1", ...).
+    classes: class names, index = label. entries: sorted by (split, video_id).
+    annotation_files: the files that were read, for the manifest.
+    """
+
+    dataset: str
+    split_name: str
+    classes: tuple[str, ...]
+    entries: tuple[VideoEntry, ...]
+    annotation_files: tuple[Path, ...] = field(default=())
+
+    def entries_in(self, split: str) -> list[VideoEntry]:
+        return [entry for entry in self.entries if entry.split == split]
+
+    def counts_by_split(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for entry in self.entries:
+            counts[entry.split] = counts.get(entry.split, 0) + 1
+        return counts

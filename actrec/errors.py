@@ -1,0 +1,59 @@
+"""Errors a user can act on.
+
+Every message names the file or value at fault and what to do about it; the CLI prints
+the message without a traceback and exits non-zero.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class ActrecError(Exception):
+    """Base class of every error whose message is meant for the user."""
+
+
+class DatasetError(ActrecError):
+    """A dataset root, its annotations or its videos are not usable as given."""
+
+
+class AnnotationError(DatasetError):
+    """A line of an annotation file (split list, CSV) does not have the expected form."""
+
+    def __init__(self, path: Path | str, line_number: int, line: str, expected: str):
+        self.path = Path(path)
+        self.line_number = line_number
+        self.line = line
+        self.expected = expected
+        shown = line.rstrip("\r\n")
+        if len(shown) > 120:
+            shown = shown[:117] + "..."
+        super().__init__(
+            f"{self.path}:{line_number}: malformed line {shown!r}; expected {expected}. "
+            "Fix or remove this line (or point --annotations at the official files)."
+        )
+
+
+class OutputError(ActrecError):
+    """An output path cannot be written (it is a file, it holds other data, ...)."""
+
+
+class ConfigError(ActrecError):
+    """An option or recipe value is invalid."""
+
+
+class VideoReadError(ActrecError):
+    """A video cannot be used; `reason` is a short machine-readable code for reports.
+
+    Reasons: "missing", "empty-file", "undecodable", "too-short".
+    """
+
+    def __init__(self, path: Path | str, reason: str, detail: str):
+        self.path = Path(path)
+        self.reason = reason
+        self.detail = detail
+        super().__init__(f"{self.path}: {detail}")
+
+
+class WeightsError(ActrecError):
+    """A pretrained weight file is missing, cannot be downloaded or fails its hash check."""

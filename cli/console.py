@@ -1,0 +1,102 @@
+"""Rich consoles and the rich implementation of actrec.progress.Progress."""
+
+from __future__ import annotations
+
+import os
+import time
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+_STDOUT = Console()
+_STDERR = Console(stderr=True)
+
+
+def console() -> Console:
+    return _STDOUT
+
+
+def error_console() -> Console:
+    return _STDERR
+
+
+class RichProgress:
+    """actrec.progress.Progress drawn as a rich progress bar with rates per counter.
+
+    Shows units/s (e.g. videos/s) and the rate of every named counter (e.g. frames/s).
+    """
+
+    def __init__(self, unit: str = "videos", out: Console | None = None):
+        self.unit = unit
+        self.console = out or _STDERR
+        self._progress: Progress | None = None
+        self._task = None
+        self._counters: dict[str, float] = {}
+        self._started = 0.0
+        self._done = 0
+
+    def start(self, description: str, total: int | None) -> None:
+        self.finish()
+        self._counters = {}
+        self._done = 0
+        self._started = time.monotonic()
+        self._progress = Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[rates]}"),
+            TimeElapsedColumn(),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
+            console=self.console,
+            transient=False,
+        )
+        self._progress.start()
+        self._task = self._progress.add_task(description, total=total, rates="")
+
+    def advance(self, amount: int = 1, **counters: float) -> None:
+        if self._progress is None:
+            return
+        self._done += amount
+        for name, value in counters.items():
+            self._counters[name] = self._counters.get(name, 0.0) + value
+        elapsed = max(time.monotonic() - self._started, 1e-6)
+        rates = [f"{self._done / elapsed:.1f} {self.unit}/s"]
+        rates += [f"{value / elapsed:.0f} {name}/s" for name, value in self._counters.items()]
+        self._progress.update(self._task, advance=amount, rates=" ".join(rates))
+
+    def message(self, text: str) -> None:
+        target = self._progress.console if self._progress is not None else self.console
+        target.print(text, highlight=False)
+
+    def finish(self) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+            self._progress = None
+
+
+def import_tensorflow_quietly() -> None:
+    """Import TensorFlow and start its runtime with file descriptor 2 silenced.
+
+    TensorFlow 2.21 writes C++ start-up lines (oneDNN, CUDA probing) to stderr before its
+    logging is configured, so TF_CPP_MIN_LOG_LEVEL cannot hide them. A Python error is
+    still raised, and shown, after stderr is restored.
+    """
+    saved_stderr = os.dup(2)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 2)
+        import tensorflow as tf
+
+        tf.constant(0) + 0  # the first op starts the runtime, which prints more lines
+    finally:
+        os.dup2(saved_stderr, 2)
+        os.close(saved_stderr)
+        os.close(devnull)

@@ -1,0 +1,68 @@
+"""`actrec inspect`: read a prepared dataset back and check it against its manifest."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+from actrec_cli.console import RichProgress, console, import_tensorflow_quietly
+from rich.table import Table
+
+
+@click.command()
+@click.argument("prepared", type=click.Path(path_type=Path))
+@click.option(
+    "--contact-sheet",
+    type=click.Path(path_type=Path),
+    help="PNG of a few RGB frames and their flow [default: PREPARED/contact_sheet.png].",
+)
+@click.option(
+    "--videos",
+    "num_videos",
+    type=int,
+    default=4,
+    show_default=True,
+    help="Videos on the contact sheet.",
+)
+@click.option(
+    "--frames",
+    "frames_per_video",
+    type=int,
+    default=6,
+    show_default=True,
+    help="Frames per video on the contact sheet.",
+)
+def inspect(prepared, contact_sheet, num_videos, frames_per_video):
+    """Read every record in PREPARED, check it against manifest.json, draw a contact sheet."""
+    from actrec.data.inspect import inspect_prepared
+
+    import_tensorflow_quietly()
+
+    report = inspect_prepared(
+        prepared,
+        contact_sheet or prepared / "contact_sheet.png",
+        num_videos,
+        frames_per_video,
+        RichProgress("records"),
+    )
+    table = Table(title=f"{prepared}")
+    for column in ("split", "records", "manifest", "skipped", "frames"):
+        table.add_column(column, justify="left" if column == "split" else "right")
+    for split in report.records:
+        table.add_row(
+            split,
+            str(report.records[split]),
+            str(report.expected[split]),
+            str(report.skipped[split]),
+            str(report.frames[split]),
+        )
+    console().print(table)
+    if report.contact_sheet:
+        console().print(f"contact sheet: {report.contact_sheet}", soft_wrap=True)
+    if not report.ok:
+        for problem in report.problems:
+            console().print(f"[red]problem:[/] {problem}", highlight=False, soft_wrap=True)
+        console().print(f"[bold red]{report.num_problems} problem(s) found[/]")
+        sys.exit(1)
+    console().print("[green]every record matches the manifest[/]")

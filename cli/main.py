@@ -1,0 +1,53 @@
+"""The `actrec` command group."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+from actrec import __version__
+from actrec.errors import ActrecError
+
+
+class ActrecGroup(click.Group):
+    """A group that prints ActrecError messages without a traceback and exits 1."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except ActrecError as error:
+            from actrec_cli.console import error_console
+
+            error_console().print(f"[bold red]error:[/] {error}", highlight=False, soft_wrap=True)
+            sys.exit(1)
+        except KeyboardInterrupt:
+            click.echo("interrupted; re-run the same command to resume", err=True)
+            sys.exit(130)
+
+
+@click.group(cls=ActrecGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="actrec")
+def main() -> None:
+    """Train video action-recognition networks (two-stream TSN, TSM) with ImageNet
+    transfer learning on Keras 3 + TensorFlow."""
+    # TensorFlow's C++ start-up lines (oneDNN, CUDA probing) are noise for CLI users.
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+
+def _register_commands() -> None:
+    from actrec_cli import inspect_command, prepare, synthetic
+
+    main.add_command(prepare.prepare)
+    main.add_command(inspect_command.inspect)
+    main.add_command(synthetic.synthetic)
+    from actrec_cli.pretrained import pretrained
+
+    main.add_command(pretrained)
+
+
+_register_commands()
+
+if __name__ == "__main__":
+    main()
