@@ -44,7 +44,7 @@ from actrec.data.manifest import (
 from actrec.data.parallel import encode_in_order
 from actrec.data.shards import shard_file_name
 from actrec.data.sources.base import SPLIT_NAMES, DatasetListing, VideoEntry
-from actrec.errors import ConfigError, OutputError
+from actrec.errors import ConfigError, DatasetError, OutputError
 from actrec.progress import NullProgress, Progress
 
 PARTIAL_DIR = ".actrec-partial"
@@ -444,6 +444,10 @@ def prepare_dataset(
     out_dir = Path(out_dir)
     started = time.monotonic()
     validate_settings(settings)
+    if not listing.entries:
+        raise DatasetError(
+            f"the {listing.dataset} annotations list no videos; check --root and --annotations"
+        )
     workers = max(1, workers if workers is not None else (os.cpu_count() or 1))
     plan = build_plan(listing, settings)
     status = _open_output(out_dir, plan)
