@@ -21,7 +21,7 @@ tf = pytest.importorskip("tensorflow")
 
 TINY = SyntheticConfig(videos_per_class=2, num_frames=12, width=64, height=48)
 RGB = ClipSpec("rgb", num_segments=3, crop_size=32)
-FLOW = ClipSpec("flow", num_segments=2, new_length=5, crop_size=32)
+FLOW = ClipSpec("flow", num_segments=2, new_length=5, crop_size=32, normalization="minus_one_one")
 
 
 @pytest.fixture(scope="module")
@@ -133,7 +133,14 @@ def test_flow_is_normalised_and_a_flip_reverses_horizontal_motion(prepared):
     assert all(mean > 0.01 for mean in _move_right_mean_x(evaluation))  # moves right
 
     def training(flip: bool):
-        spec = ClipSpec("flow", num_segments=2, new_length=5, crop_size=32, flip=flip)
+        spec = ClipSpec(
+            "flow",
+            num_segments=2,
+            new_length=5,
+            crop_size=32,
+            flip=flip,
+            normalization="minus_one_one",
+        )
         dataset = build_dataset(
             prepared, "train", spec, 4, True, seed=5, repeat=True, with_video_ids=True
         )
@@ -150,6 +157,20 @@ def test_flow_is_normalised_and_a_flip_reverses_horizontal_motion(prepared):
             flipped += int(not np.array_equal(other, clip))
             assert (other[..., 0::2].mean() < 0) == (not np.array_equal(other, clip))
     assert 0 < flipped < len(_move_right_mean_x(plain))
+
+
+def test_flow_without_normalization_is_on_the_stored_scale_the_models_expect(prepared):
+    stored_spec = ClipSpec("flow", num_segments=2, new_length=5, crop_size=32)
+    stored = _examples(build_dataset(prepared, "train", stored_spec, 4, False, with_video_ids=True))
+    unit = _examples(build_dataset(prepared, "train", FLOW, 4, False, with_video_ids=True))
+    for (clip, _, video_id), (unit_clip, _, unit_id) in zip(stored, unit, strict=True):
+        assert video_id == unit_id
+        assert clip.min() >= 0 and clip.max() <= 255
+        np.testing.assert_allclose(clip, unit_clip * 127.5 + 127.5, atol=1e-3)
+    mirrored = augment.horizontal_flip(tf.constant(unit[0][0]), is_flow=True).numpy()
+    stored_mirror = np.flip(stored[0][0], axis=2).copy()
+    stored_mirror[..., 0::2] = 255.0 - stored_mirror[..., 0::2]
+    np.testing.assert_allclose(stored_mirror, mirrored * 127.5 + 127.5, atol=1e-3)
 
 
 def test_flow_of_rgb_only_data_is_a_dataset_error(prepared, tmp_path):

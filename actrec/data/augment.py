@@ -292,6 +292,18 @@ def normalize_rgb(clip, normalization: str = "none"):
     )
 
 
+def flow_to_stored_scale(flow_pixels, bound: float = FLOW_BOUND):
+    """Dequantised flow in pixels -> float32 in [0, 255] with 127.5 = no motion.
+
+    The scale flow is stored at (DESIGN.md §2) without the rounding, which the models'
+    own preprocessing (actrec.models.preprocessing) expects; a flip's x -> -x in pixels
+    is 255 - q on this scale.
+    """
+    tf = _tf()
+    scaled = tf.cast(flow_pixels, tf.float32) * (255.0 / (2.0 * bound)) + 127.5
+    return tf.clip_by_value(scaled, 0.0, 255.0)
+
+
 def normalize_flow(flow_pixels, bound: float = FLOW_BOUND):
     """Dequantised flow in pixels -> float32 in [-1, 1]: clip(pixels / bound, -1, 1)."""
     tf = _tf()

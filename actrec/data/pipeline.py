@@ -51,9 +51,10 @@ class ClipSpec:
         frame_interval frames).
     scale_size: evaluation resizes the short side to this before the centre crop
         (default crop_size * 256 / 224).
-    normalization: RGB "none" ([0, 255], the model applies its backbone's preprocessing),
-        "imagenet" or "minus_one_one". Flow is always pixels / 20 in [-1, 1]; it accepts
-        "none" or "minus_one_one" (the same thing).
+    normalization: "none" keeps the stored scale and lets the model apply its backbone's
+        preprocessing (actrec.models.preprocessing): RGB in [0, 255], flow in [0, 255] with
+        127.5 = no motion (the quantised scale of DESIGN.md §2). "minus_one_one": RGB / 127.5 - 1,
+        flow pixels / 20, both in [-1, 1]. "imagenet" (RGB only): ImageNet mean / std.
     flip: random horizontal flip in training.
     scales, max_distort, fixed_crop: TSN multi-scale crop (see augment.multi_scale_crop_box).
     """
@@ -104,8 +105,8 @@ class ClipSpec:
             )
         if self.modality == "flow" and self.normalization == "imagenet":
             raise ConfigError(
-                "normalization='imagenet' does not apply to flow (always scaled to [-1, 1]); "
-                "use normalization='none' for the flow stream"
+                "normalization='imagenet' does not apply to flow; use 'none' (stored 0-255 "
+                "scale) or 'minus_one_one' for the flow stream"
             )
 
     @property
@@ -279,7 +280,9 @@ def _clip_of_record(parsed: dict, spec: ClipSpec, training: bool, seed):
             clip = augment.random_horizontal_flip(clip, is_flow, flip_seed)
     else:
         clip = augment.centre_crop(clip, spec.crop_size, spec.eval_scale_size)
-    if is_flow:
+    if is_flow and spec.normalization == "none":
+        clip = augment.flow_to_stored_scale(clip)
+    elif is_flow:
         clip = augment.normalize_flow(clip)
     else:
         clip = augment.normalize_rgb(clip, spec.normalization)
