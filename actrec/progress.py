@@ -16,6 +16,9 @@ class Progress(Protocol):
     def advance(self, amount: int = 1, **counters: float) -> None:
         """`amount` units finished; `counters` add to named totals (e.g. frames=120)."""
 
+    def show(self, **values: object) -> None:
+        """Latest values to display beside the progress (loss=0.4, lr=0.01, ...)."""
+
     def message(self, text: str) -> None:
         """A line for the user that is not an error (a skipped video, a resumed run)."""
 
@@ -30,6 +33,9 @@ class NullProgress:
         pass
 
     def advance(self, amount: int = 1, **counters: float) -> None:
+        pass
+
+    def show(self, **values: object) -> None:
         pass
 
     def message(self, text: str) -> None:

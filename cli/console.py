@@ -27,6 +27,12 @@ def error_console() -> Console:
     return _STDERR
 
 
+def _format_value(value: object) -> str:
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
+
+
 class RichProgress:
     """actrec.progress.Progress drawn as a rich progress bar with rates per counter.
 
@@ -52,6 +58,7 @@ class RichProgress:
             BarColumn(),
             MofNCompleteColumn(),
             TextColumn("{task.fields[rates]}"),
+            TextColumn("{task.fields[values]}"),
             TimeElapsedColumn(),
             TextColumn("ETA"),
             TimeRemainingColumn(),
@@ -59,7 +66,7 @@ class RichProgress:
             transient=False,
         )
         self._progress.start()
-        self._task = self._progress.add_task(description, total=total, rates="")
+        self._task = self._progress.add_task(description, total=total, rates="", values="")
 
     def advance(self, amount: int = 1, **counters: float) -> None:
         if self._progress is None:
@@ -72,6 +79,13 @@ class RichProgress:
         rates += [f"{value / elapsed:.0f} {name}/s" for name, value in self._counters.items()]
         self._progress.update(self._task, advance=amount, rates=" ".join(rates))
 
+    def show(self, **values: object) -> None:
+        """Latest values (loss, accuracy, lr, ...) shown beside the bar."""
+        if self._progress is None:
+            return
+        shown = " ".join(f"{name} {_format_value(value)}" for name, value in values.items())
+        self._progress.update(self._task, values=shown)
+
     def message(self, text: str) -> None:
         target = self._progress.console if self._progress is not None else self.console
         target.print(text, highlight=False)
@@ -82,12 +96,13 @@ class RichProgress:
             self._progress = None
 
 
-def import_tensorflow_quietly() -> None:
-    """Import TensorFlow and start its runtime with file descriptor 2 silenced.
+def import_tensorflow_quietly(start_runtime: bool = True) -> None:
+    """Import TensorFlow (and start its runtime) with file descriptor 2 silenced.
 
     TensorFlow 2.21 writes C++ start-up lines (oneDNN, CUDA probing) to stderr before its
     logging is configured, so TF_CPP_MIN_LOG_LEVEL cannot hide them. A Python error is
-    still raised, and shown, after stderr is restored.
+    still raised, and shown, after stderr is restored. Commands that create a
+    multi-worker strategy pass start_runtime=False: no op may run before the strategy.
     """
     saved_stderr = os.dup(2)
     devnull = os.open(os.devnull, os.O_WRONLY)
@@ -95,7 +110,8 @@ def import_tensorflow_quietly() -> None:
         os.dup2(devnull, 2)
         import tensorflow as tf
 
-        tf.constant(0) + 0  # the first op starts the runtime, which prints more lines
+        if start_runtime:
+            tf.constant(0) + 0  # the first op starts the runtime, which prints more lines
     finally:
         os.dup2(saved_stderr, 2)
         os.close(saved_stderr)

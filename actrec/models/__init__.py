@@ -1,0 +1,1 @@
+"""Models: keras.applications backbones, TSN / TSM segment models, two-stream fusion."""

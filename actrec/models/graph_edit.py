@@ -1,0 +1,71 @@
+"""Rebuilding keras.applications functional networks with weightless layers inserted.
+
+`keras.models.clone_model(..., call_function=...)` re-runs a functional graph layer by
+layer; the call function sees each cloned layer (same class, config and name as the
+original) with its new input tensors and may transform those inputs first. Layers that
+carry weights are never added or renamed, so a rebuilt network has the original's weight
+list and loads the same weight files.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import keras
+
+InputTransform = Callable[[keras.layers.Layer, object], object]
+"""(cloned layer, its positional input: a tensor or a list of tensors) -> new input."""
+
+
+def rebuild_with_input_transform(model: keras.Model, transform: InputTransform) -> keras.Model:
+    """Returns a copy of functional `model` where each layer's first positional input is
+    replaced by `transform(layer, input)` (fresh, randomly initialised weights).
+
+    The copy keeps the model's name and every layer name.
+    """
+
+    def call_function(layer, *arguments, **keyword_arguments):
+        if arguments:
+            arguments = (transform(layer, arguments[0]), *arguments[1:])
+        return layer(*arguments, **keyword_arguments)
+
+    rebuilt = keras.models.clone_model(model, call_function=call_function)
+    # clone_model names the copy after the original; make it explicit.
+    rebuilt.name = model.name
+    return rebuilt
+
+
+def producing_layer_name(tensor) -> str | None:
+    """Returns the name of the layer whose output `tensor` (a symbolic tensor) is."""
+    history = getattr(tensor, "_keras_history", None)
+    if history is None:
+        return None
+    return history.operation.name
+
+
+IMAGENET_STDDEV_RGB = (0.229, 0.224, 0.225)
+
+
+def efficientnet_with_imagenet_rescaling(model: keras.Model) -> keras.Model:
+    """Returns EfficientNet (v1) `model` with the rescaling Keras inserts after its input
+    Normalization layer when it loads ImageNet weights itself: x / sqrt(stddev) per channel.
+
+    With C != 3 input channels (flow), the three factors are averaged into one.
+    """
+    normalization_names = [
+        layer.name for layer in model.layers if isinstance(layer, keras.layers.Normalization)
+    ]
+    if not normalization_names:
+        return model
+    normalization_name = normalization_names[0]
+    factors = [1.0 / math.sqrt(stddev) for stddev in IMAGENET_STDDEV_RGB]
+
+    def rescale_after_normalization(layer, inputs):
+        if producing_layer_name(inputs) != normalization_name:
+            return inputs
+        channels = inputs.shape[-1]
+        scale = factors if channels == 3 else sum(factors) / len(factors)
+        return keras.layers.Rescaling(scale, name="imagenet_stddev_rescaling")(inputs)
+
+    return rebuild_with_input_transform(model, rescale_after_normalization)

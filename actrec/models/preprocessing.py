@@ -1,0 +1,84 @@
+"""Backbone input preprocessing, in keras.ops, for RGB frames and stacked optical flow.
+
+Inputs are in [0, 255]: RGB frames as decoded; flow as quantised in the prepared data
+(DESIGN.md §2: 128 means no motion). The RGB transforms are keras.applications' own
+(`preprocess_input` modes, see actrec.models.backbones.PREPROCESSING_MODES). Flow is
+centred on 128 and scaled like the RGB input of the same backbone, so the
+cross-modality-initialised first convolution sees values of the range it was trained on.
+"""
+
+from __future__ import annotations
+
+import keras
+from keras import ops
+
+from actrec.errors import ConfigError
+from actrec.models.backbones import PREPROCESSING_MODES
+
+MODALITIES = ("rgb", "flow")
+
+IMAGENET_MEAN_BGR_CAFFE = (103.939, 116.779, 123.68)
+IMAGENET_MEAN_RGB = (0.485, 0.456, 0.406)
+IMAGENET_STD_RGB = (0.229, 0.224, 0.225)
+FLOW_ZERO = 128.0
+
+
+def channel_normalisation(mode: str, modality: str) -> tuple[bool, object, object]:
+    """Returns (reverse_channels, mean, std) such that the backbone input is
+    (y - mean) / std, y = x[..., ::-1] if reverse_channels else x, for frames x in [0, 255].
+
+    mean and std are floats or per-channel 3-tuples (RGB only).
+    """
+    if mode not in PREPROCESSING_MODES:
+        raise ConfigError(
+            f"unknown preprocessing mode {mode!r}; choose one of: {', '.join(PREPROCESSING_MODES)}"
+        )
+    if modality not in MODALITIES:
+        raise ConfigError(f"unknown modality {modality!r}; choose one of: {', '.join(MODALITIES)}")
+    if modality == "rgb":
+        if mode == "caffe":
+            return True, IMAGENET_MEAN_BGR_CAFFE, 1.0
+        if mode == "tf":
+            return False, 127.5, 127.5
+        if mode == "torch":
+            return (
+                False,
+                tuple(255.0 * mean for mean in IMAGENET_MEAN_RGB),
+                tuple(255.0 * std for std in IMAGENET_STD_RGB),
+            )
+        return False, 0.0, 1.0
+    # Flow: centred on 128 ("no motion"), scaled like the RGB input.
+    if mode == "caffe":
+        return False, FLOW_ZERO, 1.0
+    if mode == "tf":
+        return False, FLOW_ZERO, 127.5
+    if mode == "torch":
+        return False, FLOW_ZERO, 255.0 * sum(IMAGENET_STD_RGB) / 3
+    return False, 0.0, 1.0
+
+
+@keras.saving.register_keras_serializable(package="actrec")
+class FramePreprocessing(keras.layers.Layer):
+    """Maps frames in [0, 255] to the backbone's input; any shape [..., C], no weights."""
+
+    def __init__(self, mode: str, modality: str = "rgb", **kwargs):
+        super().__init__(**kwargs)
+        self.mode = mode
+        self.modality = modality
+        self.reverse_channels, self.mean, self.std = channel_normalisation(mode, modality)
+
+    def call(self, inputs):
+        frames = ops.cast(inputs, self.compute_dtype)
+        if self.reverse_channels:
+            frames = ops.flip(frames, axis=-1)
+        mean = ops.convert_to_tensor(self.mean, dtype=self.compute_dtype)
+        std = ops.convert_to_tensor(self.std, dtype=self.compute_dtype)
+        return (frames - mean) / std
+
+    def compute_output_shape(self, input_shape):
+        return input_shape
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(mode=self.mode, modality=self.modality)
+        return config

@@ -1,0 +1,2 @@
+"""Training: distribution strategy, batch / learning-rate schedule, the custom loop,
+checkpoints (DESIGN.md §5)."""

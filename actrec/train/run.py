@@ -1,0 +1,480 @@
+"""One training run: recipe + prepared data -> a run directory with a trained model.
+
+    RUN/recipe.yaml        the resolved recipe (what `--resume` continues)
+    RUN/run.json           data folder, classes, status, final metrics
+    RUN/checkpoints/       model, optimizer, step and schedule position (tf.train.CheckpointManager)
+    RUN/metrics.jsonl      one JSON object per logged step, epoch and validation
+    RUN/tensorboard/       TensorBoard events
+    RUN/final.weights.h5   the trained weights (rebuild the model from recipe.yaml)
+
+The strategy is created first, before any TensorFlow op (multi-worker collectives require
+it). Every worker runs this function; only the chief writes the run directory. Each epoch
+rebuilds the input pipeline for that epoch's batch (the adaptive schedule), seeded by
+(seed, epoch), so a resumed run sees exactly the batches it would have seen.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from actrec import __version__
+from actrec.atomic import append_line_durably, read_json_lines, write_json_atomic, write_text_atomic
+from actrec.errors import ConfigError, OutputError
+from actrec.progress import NullProgress, Progress
+
+RECIPE_FILE = "recipe.yaml"
+RUN_FILE = "run.json"
+METRICS_FILE = "metrics.jsonl"
+TENSORBOARD_DIR = "tensorboard"
+FINAL_WEIGHTS_FILE = "final.weights.h5"
+PREEMPTED_EXIT_CODE = 143
+
+
+@dataclass
+class TrainSummary:
+    """What a call of `train` did."""
+
+    run_dir: Path
+    epochs_done: int
+    global_step: int
+    validation: dict = field(default_factory=dict)
+    preempted: bool = False
+    stopped_early: bool = False
+    resumed_from: str | None = None
+    elapsed_seconds: float = 0.0
+    num_all_reduces: int = 0
+    weights_path: Path | None = None
+
+
+class _TerminationFlag:
+    """Set by SIGTERM (preemption); training checkpoints at the next step and stops."""
+
+    def __init__(self):
+        self.raised = False
+        self._previous = None
+
+    def install(self) -> None:
+        try:
+            self._previous = signal.signal(signal.SIGTERM, self._handle)
+        except ValueError:  # not the main thread (e.g. some test runners): no preemption
+            self._previous = None
+
+    def _handle(self, signum, frame) -> None:
+        self.raised = True
+
+    def uninstall(self) -> None:
+        if self._previous is not None:
+            signal.signal(signal.SIGTERM, self._previous)
+
+
+def _agreed_flag(strategy, flag: bool, num_workers: int) -> bool:
+    """True when any worker has `flag` set (one scalar all-reduce across workers)."""
+    if num_workers <= 1:
+        return flag
+    import tensorflow as tf
+
+    def any_worker():
+        context = tf.distribute.get_replica_context()
+        return context.all_reduce("MAX", tf.constant(1.0 if flag else 0.0))
+
+    result = strategy.run(any_worker)
+    values = strategy.experimental_local_results(result)
+    return bool(float(values[0].numpy()) > 0.5)
+
+
+# --- run directory -----------------------------------------------------------------------
+
+
+def check_run_directory(run_dir: Path, resume: str | None) -> bool:
+    """Whether `run_dir` holds a run to resume; OutputError when it cannot be used."""
+    if run_dir.exists() and not run_dir.is_dir():
+        raise OutputError(f"--workdir {run_dir} is a file; pass a folder (created if missing)")
+    has_run = (run_dir / RECIPE_FILE).exists()
+    if has_run and resume is None:
+        raise OutputError(
+            f"{run_dir} already holds a training run; add --resume to continue it, or choose "
+            "a new --workdir (a trained run is never overwritten)"
+        )
+    if not has_run and run_dir.exists() and any(run_dir.iterdir()):
+        raise OutputError(
+            f"--workdir {run_dir} is not empty and holds no actrec run; choose an empty or new "
+            "folder"
+        )
+    return has_run
+
+
+def _check_same_recipe(run_dir: Path, recipe) -> None:
+    from actrec.config import load_recipe, recipe_to_dict
+
+    saved = load_recipe(str(run_dir / RECIPE_FILE))
+    old, new = recipe_to_dict(saved), recipe_to_dict(recipe)
+    differences = [
+        f"{section}.{key}: {old[section].get(key)!r} -> {new[section].get(key)!r}"
+        for section in ("data", "model", "train")
+        for key in sorted(set(old[section]) | set(new[section]))
+        if old[section].get(key) != new[section].get(key)
+    ]
+    if differences:
+        raise ConfigError(
+            f"{run_dir} was trained with a different recipe ({'; '.join(differences[:5])}); "
+            "resume without --recipe/--set to continue it as it was, or train into a new "
+            "--workdir"
+        )
+
+
+def _truncate_metrics(path: Path, global_step: int) -> None:
+    """Drop metric lines written after the checkpoint being resumed (they will be redone)."""
+    rows = read_json_lines(path)
+    kept = [row for row in rows if row.get("global_step", 0) <= global_step]
+    if len(kept) != len(rows):
+        write_text_atomic(path, "".join(json.dumps(row) + "\n" for row in kept))
+
+
+# --- building blocks ------------------------------------------------------------------------
+
+
+def _validation_split(recipe, info) -> str | None:
+    requested = recipe.data.validation_split
+    if requested == "none" or recipe.runtime.validate_every_epochs == 0:
+        return None
+    if requested == "auto":
+        return (
+            "val"
+            if info.num_videos.get("val")
+            else ("test" if info.num_videos.get("test") else None)
+        )
+    if not info.num_videos.get(requested):
+        raise ConfigError(
+            f"data.validation_split {requested!r}: the data has no such split (it has "
+            f"{', '.join(info.num_videos)}); use auto or none"
+        )
+    return requested
+
+
+def _model_builder(recipe, num_classes: int):
+    from actrec.models.segment_model import build_segment_model
+
+    model, data = recipe.model, recipe.data
+    weights = None if model.weights == "none" else model.weights
+
+    def build():
+        return build_segment_model(
+            model.backbone,
+            num_classes,
+            architecture=model.architecture,
+            modality=data.modality,
+            num_segments=data.num_segments,
+            new_length=data.new_length,
+            input_size=model.input_size or data.crop_size,
+            dropout=model.dropout,
+            partial_bn=model.partial_bn,
+            shift_fraction=model.shift_fraction,
+            shift_placement=model.shift_placement,
+            weights=weights,
+        )
+
+    return build
+
+
+def _trainer(strategy, recipe, num_classes: int):
+    from actrec.train.loop import DistributedTrainer, OptimizerSettings, SyncSettings
+
+    train = recipe.train
+    return DistributedTrainer(
+        strategy,
+        _model_builder(recipe, num_classes),
+        OptimizerSettings(
+            name=train.optimizer,
+            momentum=train.momentum,
+            nesterov=train.nesterov,
+            weight_decay=train.weight_decay,
+            clip_norm=train.clip_norm,
+            adam_state=train.adam_state,
+        ),
+        SyncSettings(mode=train.sync, kavg_steps=train.kavg_steps),
+        label_smoothing=train.label_smoothing,
+        mixed_precision=train.mixed_precision,
+        seed=recipe.runtime.seed,
+    )
+
+
+def _epoch_seed(seed: int, epoch: int) -> int:
+    return seed * 100_003 + epoch
+
+
+class _MetricsLog:
+    """metrics.jsonl and TensorBoard scalars, written by the chief only."""
+
+    def __init__(self, run_dir: Path, enabled: bool):
+        self.enabled = enabled
+        self.path = run_dir / METRICS_FILE
+        self._writer = None
+        if enabled:
+            import tensorflow as tf
+
+            self._writer = tf.summary.create_file_writer(str(run_dir / TENSORBOARD_DIR))
+
+    def write(self, event: str, global_step: int, **values) -> None:
+        if not self.enabled:
+            return
+        import tensorflow as tf
+
+        row = {"event": event, "global_step": global_step, **values, "time": time.time()}
+        append_line_durably(self.path, json.dumps(row))
+        with self._writer.as_default(step=global_step):
+            for name, value in values.items():
+                if isinstance(value, (int, float)) and name not in ("epoch", "step"):
+                    tf.summary.scalar(f"{event}/{name}", value)
+        self._writer.flush()
+
+    def close(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+
+
+# --- the run ----------------------------------------------------------------------------------
+
+
+def train(
+    recipe,
+    prepared_dir: Path | str,
+    run_dir: Path | str,
+    *,
+    resume: str | None = None,
+    progress: Progress | None = None,
+    stop_after_steps: int | None = None,
+    environ=None,
+) -> TrainSummary:
+    """Train `recipe` on `prepared_dir` into `run_dir` (every worker calls this).
+
+    resume: None (a new run), "latest" (continue the run in run_dir from its newest
+    checkpoint; a new run when there is none yet) or a checkpoint path.
+    stop_after_steps: checkpoint and return after this many optimizer steps in this call.
+    """
+    from actrec.train.strategy import build_strategy, cluster_from_environment
+
+    started = time.monotonic()
+    progress = progress or NullProgress()
+    prepared_dir, run_dir = Path(prepared_dir), Path(run_dir)
+    cluster = cluster_from_environment(environ)
+    strategy = build_strategy(recipe.runtime.strategy, recipe.runtime.communication, environ)
+
+    import keras
+    import tensorflow as tf
+
+    from actrec.config import clip_spec, dump_recipe, validate_recipe
+    from actrec.data.pipeline import build_dataset, check_clip_spec, dataset_info
+    from actrec.train.checkpoint import Position, RunCheckpoints
+    from actrec.train.schedule import epoch_plan, learning_rate
+
+    validate_recipe(recipe)
+    info = dataset_info(prepared_dir)
+    train_spec, eval_spec = clip_spec(recipe, training=True), clip_spec(recipe, training=False)
+    check_clip_spec(info, train_spec)
+    train_videos = info.num_videos.get(recipe.data.train_split, 0)
+    if not train_videos:
+        raise ConfigError(
+            f"{prepared_dir} has no videos in the {recipe.data.train_split!r} split; it has "
+            f"{', '.join(f'{k} ({v})' for k, v in info.num_videos.items())}"
+        )
+    validation_split = _validation_split(recipe, info)
+    has_run = check_run_directory(run_dir, resume)
+    if has_run:
+        _check_same_recipe(run_dir, recipe)
+    if cluster.is_chief:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        if not has_run:
+            dump_recipe(recipe, run_dir / RECIPE_FILE)
+        write_json_atomic(
+            run_dir / RUN_FILE,
+            {
+                "actrec": __version__,
+                "data": str(prepared_dir.resolve()),
+                "classes": list(info.classes),
+                "num_classes": info.num_classes,
+                "status": "training",
+                "workers": cluster.num_workers,
+            },
+        )
+
+    keras.utils.set_random_seed(recipe.runtime.seed)
+    if recipe.runtime.deterministic:
+        tf.config.experimental.enable_op_determinism()
+    trainer = _trainer(strategy, recipe, info.num_classes)
+    checkpoints = RunCheckpoints(
+        run_dir,
+        trainer.checkpoint_items(),
+        is_chief=cluster.is_chief,
+        worker_index=cluster.task_index,
+        keep=recipe.runtime.keep_checkpoints,
+        num_classes=info.num_classes,
+    )
+    position = Position(0, 0)
+    resumed_from = None
+    if resume is not None and (resume != "latest" or checkpoints.latest_path() is not None):
+        resumed_from = None if resume == "latest" else resume
+        position = checkpoints.restore(resumed_from, expected_classes=info.num_classes)
+        resumed_from = resumed_from or checkpoints.latest_path()
+        progress.message(
+            f"resumed from {resumed_from}: epoch {position.epoch + 1}, "
+            f"step {position.step_in_epoch}"
+        )
+    metrics = _MetricsLog(run_dir, cluster.is_chief)
+    if cluster.is_chief and resumed_from:
+        _truncate_metrics(metrics.path, trainer.step)
+
+    termination = _TerminationFlag()
+    termination.install()
+    summary = TrainSummary(run_dir, position.epoch, trainer.step, resumed_from=resumed_from)
+    steps_this_call = 0
+    replicas = trainer.num_replicas_in_sync
+    try:
+        for epoch in range(position.epoch, recipe.train.epochs):
+            plan = epoch_plan(recipe.train, recipe.runtime, epoch, replicas, train_videos)
+            replica_batch = plan.per_replica_batch * plan.accumulation_steps
+            first_step = position.step_in_epoch if epoch == position.epoch else 0
+            if first_step == 0:
+                metrics.write(
+                    "epoch",
+                    trainer.step,
+                    epoch=epoch,
+                    global_batch=plan.global_batch,
+                    per_replica_batch=plan.per_replica_batch,
+                    accumulation_steps=plan.accumulation_steps,
+                    steps_per_epoch=plan.steps_per_epoch,
+                    lr=learning_rate(recipe.train, epoch, 0, plan.steps_per_epoch),
+                )
+
+            def train_dataset(context, epoch=epoch, batch=replica_batch):
+                return build_dataset(
+                    prepared_dir,
+                    recipe.data.train_split,
+                    train_spec,
+                    batch,
+                    training=True,
+                    seed=_epoch_seed(recipe.runtime.seed, epoch),
+                    input_context=context,
+                    shuffle_buffer=recipe.data.shuffle_buffer,
+                    repeat=True,
+                )
+
+            batches = iter(trainer.distribute(train_dataset))
+            for _ in range(first_step):  # resuming mid-epoch: skip the batches already used
+                next(batches)
+            progress.start(f"epoch {epoch + 1}/{recipe.train.epochs}", plan.steps_per_epoch)
+            progress.advance(first_step)
+            for step in range(first_step, plan.steps_per_epoch):
+                rate = learning_rate(recipe.train, epoch, step, plan.steps_per_epoch)
+                step_started = time.monotonic()
+                values = trainer.train_step(next(batches), rate, plan.accumulation_steps)
+                clips_per_second = plan.global_batch / max(time.monotonic() - step_started, 1e-9)
+                steps_this_call += 1
+                progress.advance(1, clips=plan.global_batch)
+                progress.show(
+                    loss=values["loss"],
+                    accuracy=values["accuracy"],
+                    lr=rate,
+                    batch=plan.global_batch,
+                )
+                if trainer.step % recipe.runtime.log_every_steps == 0:
+                    metrics.write(
+                        "train",
+                        trainer.step,
+                        epoch=epoch,
+                        step=step + 1,
+                        loss=values["loss"],
+                        accuracy=values["accuracy"],
+                        lr=rate,
+                        global_batch=plan.global_batch,
+                        clips_per_second=clips_per_second,
+                    )
+                # kavg workers communicate only every K steps; so does the preemption check.
+                at_boundary = (
+                    recipe.train.sync == "allreduce" or trainer.step % recipe.train.kavg_steps == 0
+                )
+                stop = at_boundary and _agreed_flag(
+                    strategy, termination.raised, cluster.num_workers
+                )
+                budget_spent = stop_after_steps is not None and steps_this_call >= stop_after_steps
+                every = recipe.runtime.checkpoint_every_steps
+                periodic = every > 0 and trainer.step % every == 0
+                last_step = step + 1 == plan.steps_per_epoch
+                if (stop or budget_spent or periodic) and not last_step:
+                    trainer.synchronize()
+                    checkpoints.save(Position(epoch, step + 1), trainer.step)
+                if stop or (budget_spent and not last_step):
+                    summary.preempted, summary.stopped_early = stop, budget_spent
+                    break
+            progress.finish()
+            if summary.preempted or summary.stopped_early:
+                break
+            trainer.synchronize()
+            checkpoints.save(Position(epoch + 1, 0), trainer.step)
+            summary.epochs_done = epoch + 1
+            every_validation = recipe.runtime.validate_every_epochs
+            if (
+                validation_split
+                and every_validation
+                and ((epoch + 1) % every_validation == 0 or epoch + 1 == recipe.train.epochs)
+            ):
+                eval_batch = max(1, plan.per_replica_batch)
+
+                def eval_dataset(context, batch=eval_batch):
+                    return build_dataset(
+                        prepared_dir,
+                        validation_split,
+                        eval_spec,
+                        batch,
+                        training=False,
+                        input_context=context,
+                    )
+
+                summary.validation = trainer.evaluate(trainer.distribute(eval_dataset))
+                metrics.write(
+                    "validation",
+                    trainer.step,
+                    epoch=epoch,
+                    split=validation_split,
+                    **summary.validation,
+                )
+                progress.message(
+                    f"epoch {epoch + 1}: {validation_split} accuracy "
+                    f"{summary.validation['accuracy']:.3f}, loss {summary.validation['loss']:.4f}"
+                )
+            if stop_after_steps is not None and steps_this_call >= stop_after_steps:
+                summary.stopped_early = epoch + 1 < recipe.train.epochs
+                break
+    finally:
+        termination.uninstall()
+        metrics.close()
+    summary.global_step = trainer.step
+    summary.num_all_reduces = trainer.num_all_reduces
+    finished = not (summary.preempted or summary.stopped_early)
+    if cluster.is_chief:
+        if finished:
+            summary.weights_path = _save_final_weights(trainer.model, run_dir)
+        record = json.loads((run_dir / RUN_FILE).read_text())
+        record.update(
+            status="finished" if finished else ("preempted" if summary.preempted else "stopped"),
+            global_step=trainer.step,
+            epochs_done=summary.epochs_done,
+            validation=summary.validation,
+        )
+        write_json_atomic(run_dir / RUN_FILE, record)
+    summary.elapsed_seconds = time.monotonic() - started
+    return summary
+
+
+def _save_final_weights(model, run_dir: Path) -> Path:
+    """model.save_weights to a temporary name, then rename (atomic)."""
+    import os
+
+    final = run_dir / FINAL_WEIGHTS_FILE
+    temporary = run_dir / ".final.tmp.weights.h5"
+    model.save_weights(str(temporary))
+    os.replace(temporary, final)
+    return final

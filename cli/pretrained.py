@@ -1,0 +1,96 @@
+"""`actrec pretrained list | fetch | import`: the local store of ImageNet weight files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+from actrec_cli.console import RichProgress, console
+from rich.table import Table
+
+
+@click.group()
+def pretrained() -> None:
+    """ImageNet weight files of the backbones: list them, download them, or import files
+    downloaded elsewhere (store: $ACTREC_PRETRAINED, else ./pretrained)."""
+
+
+@pretrained.command("list")
+@click.option("--verify", is_flag=True, help="Also check the digest of every file present.")
+@click.option("--urls", is_flag=True, help="Also show the download URL of every file.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+def list_command(verify: bool, urls: bool, as_json: bool) -> None:
+    """List the known weight files, present or not, and where they are."""
+    from actrec.errors import WeightsError
+    from actrec.models.pretrained import all_weights_status, check_found_file, store_directory
+
+    rows = []
+    for status in all_weights_status():
+        weights = status.spec.weights
+        row = {
+            "backbone": status.spec.name,
+            "file": weights.file_name,
+            "url": weights.url,
+            "hash_algorithm": weights.hash_algorithm,
+            "file_hash": weights.file_hash,
+            "location": status.location,
+            "path": None if status.path is None else str(status.path),
+        }
+        if verify and status.path is not None:
+            try:
+                row["checked"] = check_found_file(status)
+            except WeightsError as error:
+                row["mismatch"] = str(error)
+        rows.append(row)
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+
+    table = Table(title=f"ImageNet no-top weights (store: {store_directory()})")
+    columns = ["backbone", "file", "published digest", "status"] + (["url"] if urls else [])
+    for column in columns:
+        table.add_column(column, overflow="fold")
+    for row in rows:
+        digest = f"md5 {row['file_hash']}" if row["hash_algorithm"] else "none published"
+        if row["path"] is None:
+            state = "[yellow]missing[/]"
+        else:
+            state = f"[green]{row['location']}[/]: {row['path']}"
+        if "checked" in row:
+            state += f" [green](checked: {row['checked']})[/]"
+        if "mismatch" in row:
+            state += " [bold red](DIGEST MISMATCH)[/]"
+        cells = [row["backbone"], row["file"], digest, state]
+        table.add_row(*cells, *([row["url"]] if urls else []))
+    console().print(table)
+    for row in rows:
+        if "mismatch" in row:
+            console().print(f"[bold red]mismatch:[/] {row['mismatch']}", highlight=False)
+
+
+@pretrained.command()
+@click.argument("backbone")
+@click.option("--url", help="Download from this URL (a mirror, or file://) instead of Keras's.")
+@click.option("--sha256", "expected_sha256", help="Also require this SHA-256 of the file.")
+def fetch(backbone: str, url: str | None, expected_sha256: str | None) -> None:
+    """Download BACKBONE's weight file into the store and check its digest."""
+    from actrec.models.pretrained import fetch_weights
+
+    path = fetch_weights(
+        backbone, url=url, expected_sha256=expected_sha256, progress=RichProgress("bytes")
+    )
+    console().print(f"installed {path}", highlight=False)
+
+
+@pretrained.command("import")
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--backbone", help="Whose file it is [default: found from the file name].")
+@click.option("--sha256", "expected_sha256", help="Also require this SHA-256 of the file.")
+def import_command(file: Path, backbone: str | None, expected_sha256: str | None) -> None:
+    """Check FILE (downloaded elsewhere) against its published digest and copy it into the
+    store; a file that does not match installs nothing."""
+    from actrec.models.pretrained import import_weights
+
+    path = import_weights(file, backbone=backbone, expected_sha256=expected_sha256)
+    console().print(f"installed {path}", highlight=False)
