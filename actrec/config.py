@@ -112,6 +112,9 @@ class ModelConfig:
     shift_fraction: fraction of the channels shifted each way (TSM: 1/8).
     shift_placement: "blockres" (in the residual branch) or "block" (on the block input).
     input_size: the model's frame side; None: data.crop_size (the only value that fits).
+    batch_norm_momentum: momentum of every BatchNorm's moving statistics; None keeps the
+        backbone's own (0.99, MobileNetV2 0.999: right for fine-tuning ImageNet weights, too
+        slow for a few hundred steps from scratch, where 0.9 lets evaluation statistics settle).
     """
 
     architecture: str = "tsn"
@@ -122,6 +125,7 @@ class ModelConfig:
     shift_fraction: float = 0.125
     shift_placement: str = "blockres"
     input_size: int | None = None
+    batch_norm_momentum: float | None = None
 
 
 @dataclass(frozen=True)
@@ -663,6 +667,13 @@ def _validate_model(model: ModelConfig, data: DataConfig) -> None:
             "input_size",
             model.input_size,
             f"the model's input is the crop: use null or data.crop_size={data.crop_size}",
+        )
+    if model.batch_norm_momentum is not None and not 0 <= model.batch_norm_momentum < 1:
+        raise _invalid(
+            "model",
+            "batch_norm_momentum",
+            model.batch_norm_momentum,
+            "use a momentum in [0, 1) (e.g. 0.9), or null for the backbone's own",
         )
     if resolved_partial_bn(model) and model.weights == "none":
         raise _invalid(

@@ -37,14 +37,23 @@ def main() -> None:
 
 
 def _register_commands() -> None:
-    from actrec_cli import inspect_command, prepare, synthetic
+    from actrec_cli import (
+        inspect_command,
+        launch,
+        prepare,
+        pretrained,
+        recipes,
+        synthetic,
+        train,
+    )
 
     main.add_command(prepare.prepare)
     main.add_command(inspect_command.inspect)
     main.add_command(synthetic.synthetic)
-    from actrec_cli.pretrained import pretrained
-
-    main.add_command(pretrained)
+    main.add_command(pretrained.pretrained)
+    main.add_command(recipes.recipes)
+    main.add_command(train.train)
+    main.add_command(launch.launch)
 
 
 _register_commands()

@@ -156,13 +156,13 @@ def _validation_split(recipe, info) -> str | None:
 
 
 def _model_builder(recipe, num_classes: int):
-    from actrec.models.segment_model import build_segment_model
+    from actrec.models.segment_model import batch_normalization_layers, build_segment_model
 
     model, data = recipe.model, recipe.data
     weights = None if model.weights == "none" else model.weights
 
     def build():
-        return build_segment_model(
+        network = build_segment_model(
             model.backbone,
             num_classes,
             architecture=model.architecture,
@@ -176,6 +176,10 @@ def _model_builder(recipe, num_classes: int):
             shift_placement=model.shift_placement,
             weights=weights,
         )
+        if model.batch_norm_momentum is not None:
+            for layer in batch_normalization_layers(network):
+                layer.momentum = model.batch_norm_momentum
+        return network
 
     return build
 

@@ -1,0 +1,628 @@
+"""The custom distributed training loop (DESIGN.md §5): synchronous all-reduce and
+K-step averaging over the same tf.distribute collectives.
+
+Keras 3's `model.fit` fails under MultiWorkerMirroredStrategy (keras-team/keras#20585),
+so actrec runs its own loop: `strategy.run` inside `tf.function`, the loss of each
+replica scaled by the GLOBAL batch so that the all-reduced SUM of the gradients is the
+gradient of the global mean loss.
+
+Two synchronisation modes:
+
+- `allreduce`: the model and optimizer live in `strategy.scope()` (mirrored variables).
+  Each step every replica sums its micro-batch gradients, ONE all-reduce (SUM) averages
+  them across all replicas (with the step's loss / accuracy sums packed into the same
+  collective), then the optimizer updates every replica identically. Clipping and the
+  loss-scale finiteness check see the averaged gradient: Keras' own gradient all-reduce
+  (keras/src/backend/tensorflow/optimizer.py `_all_reduce_sum_gradients`) is switched off
+  because the loop has already reduced.
+- `kavg` (K-step averaging, Zhou & Cong 2018): the model and optimizer are LOCAL
+  (non-mirrored) variables, one replica per worker process. Each step is a local update
+  (no collective); every K-th step one averaging round all-reduces (MEAN) the values of
+  every float model variable (trainable weights and BatchNorm moving statistics; not the
+  integer seed-generator state) and, per `adam_state`, the Adam moments, inside
+  `strategy.run`, and assigns them back. SGD momentum buffers stay local (as in local SGD);
+  with plain SGD and K = 1 this equals `allreduce`.
+
+Shapes: a replica's batch is (clips [k * b, ...], labels int32 [k * b]) for k
+accumulation steps of micro-batch b; the model maps clips [b, ...] to logits [b, classes]
+(cast to float32 under mixed precision).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import math
+import numbers
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from actrec.errors import ConfigError
+
+OPTIMIZER_NAMES = ("sgd", "adam")
+ADAM_STATES = ("average", "local", "reset")
+SYNC_MODES = ("allreduce", "kavg")
+MIXED_PRECISIONS = ("none", "float16", "bfloat16")
+KERAS_POLICIES = {"none": None, "float16": "mixed_float16", "bfloat16": "mixed_bfloat16"}
+# Positions in the statistics vector [3] each step / evaluation batch yields.
+LOSS_SUM, CORRECT, EXAMPLES = 0, 1, 2
+
+
+def _check_choice(name: str, value: str, choices: tuple[str, ...]) -> None:
+    if value not in choices:
+        raise ConfigError(f"{name}={value!r} is not valid; use one of {', '.join(choices)}")
+
+
+@dataclass(frozen=True)
+class OptimizerSettings:
+    """The optimizer of a run.
+
+    name: "sgd" or "adam".
+    momentum / nesterov: SGD only.
+    weight_decay: decoupled decay (Keras optimizers' own `weight_decay`: every step
+        w -= lr * weight_decay * w); biases and BatchNorm parameters (every variable of
+        rank <= 1) are excluded.
+    clip_norm: clip the global norm of the (averaged) gradient to this (TSN / TSM: 20).
+    adam_state: kavg with Adam: the moments are averaged with the parameters ("average"),
+        kept per worker ("local"), or zeroed after each round ("reset", which also
+        restarts Adam's bias correction).
+    """
+
+    name: str = "sgd"
+    momentum: float = 0.9
+    nesterov: bool = False
+    weight_decay: float = 0.0
+    clip_norm: float | None = None
+    adam_state: str = "average"
+
+    def __post_init__(self) -> None:
+        _check_choice("optimizer", self.name, OPTIMIZER_NAMES)
+        _check_choice("adam_state", self.adam_state, ADAM_STATES)
+        if not 0.0 <= self.momentum < 1.0:
+            raise ConfigError(f"momentum={self.momentum!r} is not valid; use a value in [0, 1)")
+        if self.weight_decay < 0:
+            raise ConfigError(f"weight_decay={self.weight_decay!r} is not valid; use >= 0")
+        if self.clip_norm is not None and not self.clip_norm > 0:
+            raise ConfigError(f"clip_norm={self.clip_norm!r} is not valid; use a value > 0 or none")
+
+
+@dataclass(frozen=True)
+class SyncSettings:
+    """How workers synchronise: "allreduce" every step, or "kavg" every `kavg_steps`."""
+
+    mode: str = "allreduce"
+    kavg_steps: int = 1
+
+    def __post_init__(self) -> None:
+        _check_choice("sync", self.mode, SYNC_MODES)
+        if (
+            isinstance(self.kavg_steps, bool)
+            or not isinstance(self.kavg_steps, int)
+            or (self.kavg_steps < 1)
+        ):
+            raise ConfigError(
+                f"kavg_steps={self.kavg_steps!r} is not valid; use a whole number >= 1"
+            )
+
+
+@functools.cache
+def _reduced_gradient_class(base: type) -> type:
+    """`base` (a Keras optimizer class) that takes gradients the loop has all-reduced.
+
+    Keras' TF optimizer all-reduces (SUM) gradients itself when `apply` runs in a replica
+    context, after clipping; the loop reduces first (so clipping and the loss-scale check
+    see the averaged gradient, and one collective carries the step), so that second
+    reduction is turned off here.
+    """
+    if not hasattr(base, "_all_reduce_sum_gradients"):
+        raise ConfigError(
+            f"this Keras version's {base.__name__} has no _all_reduce_sum_gradients; actrec's "
+            "loop needs Keras 3 with the TensorFlow backend (tested with Keras 3.15)"
+        )
+
+    def _all_reduce_sum_gradients(self, grads_and_vars):
+        return list(grads_and_vars)
+
+    return type(
+        base.__name__,
+        (base,),
+        {
+            "_all_reduce_sum_gradients": _all_reduce_sum_gradients,
+            "__doc__": f"{base.__name__} over gradients already all-reduced by actrec's loop.",
+        },
+    )
+
+
+def _build_optimizer(settings: OptimizerSettings, model, mixed_precision: str):
+    """A built Keras optimizer for `model` (a LossScaleOptimizer under float16)."""
+    import keras
+
+    arguments = {
+        "learning_rate": 0.0,  # set before every step
+        "weight_decay": settings.weight_decay or None,
+        "global_clipnorm": settings.clip_norm,
+    }
+    if settings.name == "sgd":
+        base = keras.optimizers.SGD
+        arguments.update(momentum=settings.momentum, nesterov=settings.nesterov)
+    else:
+        base = keras.optimizers.Adam
+    optimizer = _reduced_gradient_class(base)(**arguments)
+    if settings.weight_decay:
+        optimizer.exclude_from_weight_decay(
+            var_list=[
+                variable for variable in model.trainable_variables if len(variable.shape) <= 1
+            ]
+        )
+    if mixed_precision == "float16":
+        optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
+    optimizer.build(model.trainable_variables)
+    return optimizer
+
+
+def _inner_optimizer(optimizer):
+    return getattr(optimizer, "inner_optimizer", optimizer)
+
+
+def _is_float(variable) -> bool:
+    import tensorflow as tf
+
+    return tf.as_dtype(variable.dtype).is_floating
+
+
+def _moment_variables(optimizer) -> list:
+    """The optimizer's float state per model variable (Adam's moments), not its rate."""
+    inner = _inner_optimizer(optimizer)
+    rate = inner.learning_rate
+    return [
+        variable for variable in inner.variables if _is_float(variable) and variable is not rate
+    ]
+
+
+@contextlib.contextmanager
+def _keras_policy(mixed_precision: str):
+    """Set the global Keras dtype policy for building, and restore the previous one."""
+    import keras
+
+    policy = KERAS_POLICIES[mixed_precision]
+    previous = keras.mixed_precision.global_policy()
+    if policy is not None:
+        keras.mixed_precision.set_global_policy(policy)
+    try:
+        yield
+    finally:
+        keras.mixed_precision.set_global_policy(previous)
+
+
+def _replicas_per_worker(strategy) -> int:
+    try:
+        return len(strategy.extended.worker_devices)
+    except (RuntimeError, NotImplementedError):  # the default strategy has no device list
+        return 1
+
+
+def _variable_tensor(variable):
+    """The current value of a Keras (or tf) variable as a tensor."""
+    import tensorflow as tf
+
+    return tf.identity(getattr(variable, "value", variable))
+
+
+class DistributedTrainer:
+    """The model, optimizer and compiled steps of one training process.
+
+    strategy: from actrec.train.strategy.build_strategy (every worker builds the same).
+    model_builder: returns a BUILT keras.Model (give it a keras.Input) mapping clips to
+        logits [B, classes]; called under the mixed-precision policy, after
+        `keras.utils.set_random_seed(seed)`.
+    optimizer / sync: OptimizerSettings / SyncSettings.
+    label_smoothing: targets (1 - s) one-hot + s / classes.
+    mixed_precision: "none", "float16" (mixed_float16 + dynamic loss scaling) or
+        "bfloat16" (mixed_bfloat16).
+
+    Attributes: model, optimizer, strategy, step_variable (int64 optimizer steps, for
+    checkpoints), num_replicas_in_sync (global replicas; workers under kavg),
+    num_all_reduces (collective rounds this process issued for training: one per step
+    under allreduce, one per averaging round under kavg, counted where they are issued;
+    evaluation's reductions and kavg's initial broadcast are not counted), num_traces
+    (how often the train step was traced).
+    """
+
+    def __init__(
+        self,
+        strategy,
+        model_builder: Callable[[], object],
+        optimizer: OptimizerSettings | None = None,
+        sync: SyncSettings | None = None,
+        *,
+        label_smoothing: float = 0.0,
+        mixed_precision: str = "none",
+        seed: int = 0,
+    ):
+        import keras
+        import tensorflow as tf
+
+        from actrec.train.strategy import worker_index
+
+        self.strategy = strategy
+        self.optimizer_settings = optimizer or OptimizerSettings()
+        self.sync = sync or SyncSettings()
+        _check_choice("mixed_precision", mixed_precision, MIXED_PRECISIONS)
+        if not 0.0 <= label_smoothing < 1.0:
+            raise ConfigError(
+                f"label_smoothing={label_smoothing!r} is not valid; use a value in [0, 1)"
+            )
+        self.label_smoothing = float(label_smoothing)
+        self.mixed_precision = mixed_precision
+        self.replicas_per_worker = _replicas_per_worker(strategy)
+        self.num_workers = max(1, strategy.num_replicas_in_sync // self.replicas_per_worker)
+        self.worker_index = worker_index(strategy)
+        self.local_updates = self.sync.mode == "kavg"
+        if self.local_updates and self.replicas_per_worker > 1:
+            raise ConfigError(
+                f"sync=kavg needs one replica per worker process, but this strategy runs "
+                f"{self.replicas_per_worker} replicas in one process; start one process per "
+                "accelerator instead (`actrec launch -n N -- actrec train ...` on one machine, "
+                "srun on Slurm) with strategy auto or multi-worker"
+            )
+
+        keras.utils.set_random_seed(seed)
+        scope = contextlib.nullcontext() if self.local_updates else strategy.scope()
+        with _keras_policy(mixed_precision), scope:
+            self.model = model_builder()
+            self._check_model()
+            self.optimizer = _build_optimizer(self.optimizer_settings, self.model, mixed_precision)
+        self.step_variable = tf.Variable(0, dtype=tf.int64, trainable=False, name="step")
+        self.num_replicas_in_sync = (
+            self.num_workers if self.local_updates else int(strategy.num_replicas_in_sync)
+        )
+        self.num_all_reduces = 0
+        self.num_traces = 0
+        self._steps_since_average = 0
+        self._averaged_variables = self._variables_to_average()
+        self._train_function = tf.function(self._compiled_train_step)
+        # Evaluation batches vary (the last one is partial): one relaxed trace serves all.
+        self._evaluation_function = tf.function(
+            self._compiled_evaluation_sums, reduce_retracing=True
+        )
+        self._average_function = tf.function(self._compiled_average)
+        if self.local_updates and self.num_workers > 1:
+            self._broadcast_from_first_worker()
+
+    # --- construction -----------------------------------------------------------------
+
+    def _check_model(self) -> None:
+        if not getattr(self.model, "built", False) or not self.model.trainable_variables:
+            raise ConfigError(
+                "model_builder must return a built keras.Model with trainable weights (start "
+                "it with keras.Input(shape=...)); got "
+                f"{type(self.model).__name__} with {len(self.model.trainable_variables)} "
+                "trainable variables"
+            )
+
+    def _model_float_variables(self) -> list:
+        """Trainable weights and BatchNorm moving statistics (not seed-generator state)."""
+        return [
+            variable
+            for variable in self.model.variables
+            if _is_float(variable) and "seed_generator" not in variable.path
+        ]
+
+    def _variables_to_average(self) -> list:
+        if not self.local_updates:
+            # Under allreduce the trainable weights stay identical; each replica updates
+            # its own copy of the non-trainable statistics (BatchNorm moving mean /
+            # variance, aggregation "none"), which synchronize() averages.
+            trainable = {id(variable) for variable in self.model.trainable_variables}
+            return [
+                variable
+                for variable in self._model_float_variables()
+                if id(variable) not in trainable
+            ]
+        variables = self._model_float_variables()
+        if self.optimizer_settings.name == "adam" and self.optimizer_settings.adam_state == (
+            "average"
+        ):
+            variables += _moment_variables(self.optimizer)
+        return variables
+
+    def _broadcast_from_first_worker(self) -> None:
+        """kavg: every worker starts from worker 0's values (one collective)."""
+        import tensorflow as tf
+
+        variables = self._model_float_variables() + _moment_variables(self.optimizer)
+
+        def broadcast():
+            context = tf.distribute.get_replica_context()
+            is_first = tf.equal(context.replica_id_in_sync_group, 0)
+            values = [_variable_tensor(variable) for variable in variables]
+            shares = [tf.where(is_first, value, tf.zeros_like(value)) for value in values]
+            for variable, value in zip(variables, context.all_reduce("SUM", shares), strict=True):
+                variable.assign(value)
+
+        tf.function(lambda: self.strategy.run(broadcast))()
+
+    # --- public API -------------------------------------------------------------------
+
+    @property
+    def step(self) -> int:
+        """Optimizer steps done (restored with step_variable from a checkpoint)."""
+        return int(self.step_variable.numpy())
+
+    def checkpoint_items(self) -> dict[str, object]:
+        """Objects for tf.train.Checkpoint(**items): model, optimizer, step_variable."""
+        return {
+            "model": self.model,
+            "optimizer": self.optimizer,
+            "step_variable": self.step_variable,
+        }
+
+    def distribute(self, dataset_fn: Callable[[object], object]) -> Iterable:
+        """The batches of `dataset_fn(input_context)`, each replica's own.
+
+        dataset_fn returns a tf.data.Dataset of PER-REPLICA batches (clips, labels) of
+        per_replica_batch * accumulation_steps examples, reading only its input
+        pipeline's share (input_context.input_pipeline_id of num_input_pipelines).
+        allreduce: strategy.distribute_datasets_from_function; kavg: a local dataset of
+        this worker's pipeline.
+        """
+        import tensorflow as tf
+
+        if not self.local_updates:
+            return self.strategy.distribute_datasets_from_function(dataset_fn)
+        context = tf.distribute.InputContext(
+            num_input_pipelines=self.num_workers,
+            input_pipeline_id=self.worker_index,
+            num_replicas_in_sync=self.num_workers,
+        )
+        return dataset_fn(context)
+
+    def train_step(
+        self, batch, learning_rate: float, accumulation_steps: int = 1
+    ) -> dict[str, float]:
+        """One optimizer update over the global batch; {"loss", "accuracy"} of the batch.
+
+        batch: one element of `distribute(...)`: (clips, labels), each replica's holding
+            accumulation_steps micro-batches.
+        learning_rate: assigned to the optimizer's rate variable (no retracing).
+        allreduce: loss / accuracy are global (all replicas, from the gradient
+        all-reduce). kavg: they are this worker's own (local steps do not communicate).
+        """
+        accumulation_steps = self._checked_accumulation_steps(batch, accumulation_steps)
+        self.optimizer.learning_rate = float(learning_rate)
+        statistics = self._train_function(batch, accumulation_steps)
+        if not self.local_updates:
+            self.num_all_reduces += 1
+        self.step_variable.assign_add(1)
+        if self.local_updates:
+            self._steps_since_average += 1
+            if self.step % self.sync.kavg_steps == 0:
+                self._average_now()
+        return self._loss_and_accuracy(statistics.numpy())
+
+    def synchronize(self) -> None:
+        """Make every worker's model identical now (every worker must call it).
+
+        kavg: an averaging round, unless none is due (no local step since the last).
+        allreduce: the weights are already identical; the BatchNorm moving statistics that
+        each replica updated from its own batches are averaged (one collective; nothing
+        when the model has none or there is one replica).
+        """
+        if self.local_updates:
+            if self._steps_since_average:
+                self._average_now()
+        elif self._averaged_variables and self.strategy.num_replicas_in_sync > 1:
+            self._average_now()
+
+    def evaluate(self, dataset_iterable) -> dict[str, float]:
+        """Global loss, accuracy and num_examples over a finite `distribute(...)` output.
+
+        Every worker must call it (the sums are reduced across workers at the end). The
+        loss is the training criterion (with label smoothing).
+        """
+        import tensorflow as tf
+
+        local_totals = None
+        for batch in dataset_iterable:
+            sums = self._evaluation_function(batch)
+            replica_sums = self.strategy.experimental_local_results(sums)
+            local_totals = (
+                list(replica_sums)
+                if local_totals is None
+                else [total + new for total, new in zip(local_totals, replica_sums, strict=True)]
+            )
+        if local_totals is None:
+            local_totals = [tf.zeros([3])] * self.replicas_per_worker
+        totals = self._global_sum(local_totals).numpy()
+        values = self._loss_and_accuracy(totals)
+        values["num_examples"] = round(float(totals[EXAMPLES]))
+        return values
+
+    # --- steps --------------------------------------------------------------------------
+
+    def _checked_accumulation_steps(self, batch, accumulation_steps) -> int:
+        if (
+            isinstance(accumulation_steps, bool)
+            or not isinstance(accumulation_steps, numbers.Integral)
+            or accumulation_steps < 1
+        ):
+            raise ConfigError(
+                f"accumulation_steps={accumulation_steps!r} is not valid; use a whole number >= 1"
+            )
+        accumulation_steps = int(accumulation_steps)  # a Python int: one trace per value
+        labels = self.strategy.experimental_local_results(batch[1])[0]
+        size = labels.shape[0]
+        if size is not None and size % accumulation_steps:
+            raise ConfigError(
+                f"a replica's batch of {size} examples cannot be split into "
+                f"{accumulation_steps} equal micro-batches; make the per-replica batch "
+                "per_replica_batch * accumulation_steps"
+            )
+        return accumulation_steps
+
+    @staticmethod
+    def _loss_and_accuracy(statistics) -> dict[str, float]:
+        examples = float(statistics[EXAMPLES])
+        if examples <= 0:
+            return {"loss": math.nan, "accuracy": math.nan}
+        return {
+            "loss": float(statistics[LOSS_SUM]) / examples,
+            "accuracy": float(statistics[CORRECT]) / examples,
+        }
+
+    def _per_example_loss(self, labels, logits):
+        """Cross-entropy from logits [B, classes] float32 of int labels [B]: [B]."""
+        import tensorflow as tf
+
+        if not self.label_smoothing:
+            return tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
+        classes = tf.shape(logits)[-1]
+        smoothing = self.label_smoothing
+        targets = tf.one_hot(labels, classes) * (1.0 - smoothing) + smoothing / tf.cast(
+            classes, tf.float32
+        )
+        return tf.nn.softmax_cross_entropy_with_logits(labels=targets, logits=logits)
+
+    def _batch_statistics(self, labels, logits, per_example_loss):
+        """[loss sum, correct, examples] float32 [3] of one batch."""
+        import tensorflow as tf
+
+        predictions = tf.argmax(logits, axis=-1, output_type=tf.int32)
+        correct = tf.reduce_sum(tf.cast(tf.equal(predictions, labels), tf.float32))
+        examples = tf.cast(tf.size(labels), tf.float32)
+        return tf.stack([tf.reduce_sum(per_example_loss), correct, examples])
+
+    def _micro_batch_gradients(self, clips, labels, global_batch, accumulation_steps):
+        """(gradients of the global-mean loss share of clips [b, ...], statistics [3])."""
+        import tensorflow as tf
+
+        variables = self.model.trainable_variables
+        with tf.GradientTape() as tape:
+            logits = tf.cast(self.model(clips, training=True), tf.float32)  # [b, classes]
+            labels = tf.cast(labels, tf.int32)
+            per_example_loss = self._per_example_loss(labels, logits)  # [b]
+            loss = tf.reduce_sum(per_example_loss) / global_batch
+            if self.model.losses:  # regularisers: counted once over replicas and micro-batches
+                replicas = 1 if self.local_updates else self.num_replicas_in_sync
+                loss += tf.add_n(self.model.losses) / float(replicas * accumulation_steps)
+            scaled_loss = self.optimizer.scale_loss(loss)
+        gradients = tape.gradient(scaled_loss, variables)
+        gradients = [
+            tf.zeros(variable.shape, variable.dtype)
+            if gradient is None
+            else tf.convert_to_tensor(gradient)
+            for gradient, variable in zip(gradients, variables, strict=True)
+        ]
+        return gradients, self._batch_statistics(labels, logits, per_example_loss)
+
+    def _summed_gradients(self, clips, labels, accumulation_steps):
+        """Gradients summed over the micro-batches of one replica's batch, statistics [3].
+
+        clips [k * b, ...] -> [k, b, ...]; labels [k * b] -> [k, b]. A tf.while_loop with
+        parallel_iterations=1 runs the micro-batches one after another, so only one
+        micro-batch's activations are alive at a time.
+        """
+        import tensorflow as tf
+
+        replica_batch = tf.shape(labels)[0]
+        replicas = 1 if self.local_updates else self.num_replicas_in_sync
+        global_batch = tf.cast(replica_batch * replicas, tf.float32)
+        if accumulation_steps == 1:
+            return self._micro_batch_gradients(clips, labels, global_batch, 1)
+        micro_batch = replica_batch // accumulation_steps
+        micro_clips = tf.reshape(  # [k * b, ...] -> [k, b, ...]
+            clips, tf.concat([[accumulation_steps, micro_batch], tf.shape(clips)[1:]], axis=0)
+        )
+        micro_labels = tf.reshape(labels, [accumulation_steps, micro_batch])  # [k, b]
+        variables = self.model.trainable_variables
+
+        def body(index, gradient_sums, statistics_sum):
+            gradients, statistics = self._micro_batch_gradients(
+                micro_clips[index], micro_labels[index], global_batch, accumulation_steps
+            )
+            sums = [
+                total + gradient for total, gradient in zip(gradient_sums, gradients, strict=True)
+            ]
+            return index + 1, sums, statistics_sum + statistics
+
+        initial = (
+            tf.constant(0),
+            [tf.zeros(variable.shape, variable.dtype) for variable in variables],
+            tf.zeros([3]),
+        )
+        _, gradients, statistics = tf.while_loop(
+            lambda index, *_: index < accumulation_steps, body, initial, parallel_iterations=1
+        )
+        return gradients, statistics
+
+    def _replica_train_step(self, clips, labels, accumulation_steps):
+        """One replica's part of a step: gradients, (all-reduce,) update; statistics [3]."""
+        import tensorflow as tf
+
+        gradients, statistics = self._summed_gradients(clips, labels, accumulation_steps)
+        if not self.local_updates:
+            context = tf.distribute.get_replica_context()
+            reduced = context.all_reduce("SUM", [*gradients, statistics])
+            gradients, statistics = reduced[:-1], reduced[-1]
+        self.optimizer.apply(gradients, self.model.trainable_variables)
+        return statistics
+
+    def _compiled_train_step(self, batch, accumulation_steps):
+        self.num_traces += 1  # runs only while tracing
+        clips, labels = batch
+        if self.local_updates:
+            return self._replica_train_step(clips, labels, accumulation_steps)
+        statistics = self.strategy.run(
+            self._replica_train_step, args=(clips, labels, accumulation_steps)
+        )
+        return self.strategy.experimental_local_results(statistics)[0]
+
+    def _compiled_average(self):
+        """One averaging round: every replica's variables <- their mean over replicas."""
+        import tensorflow as tf
+
+        variables = self._averaged_variables
+        reset = (
+            self.local_updates
+            and self.optimizer_settings.name == "adam"
+            and self.optimizer_settings.adam_state == "reset"
+        )
+
+        def average():
+            context = tf.distribute.get_replica_context()
+            values = [_variable_tensor(variable) for variable in variables]
+            for variable, mean in zip(variables, context.all_reduce("MEAN", values), strict=True):
+                variable.assign(mean)
+            if reset:
+                for moment in _moment_variables(self.optimizer):
+                    moment.assign(tf.zeros(moment.shape, moment.dtype))
+                _inner_optimizer(self.optimizer).iterations.assign(0)
+
+        self.strategy.run(average)
+
+    def _average_now(self) -> None:
+        self._average_function()
+        self.num_all_reduces += 1
+        self._steps_since_average = 0
+
+    def _replica_evaluation_sums(self, clips, labels):
+        import tensorflow as tf
+
+        logits = tf.cast(self.model(clips, training=False), tf.float32)
+        labels = tf.cast(labels, tf.int32)
+        return self._batch_statistics(labels, logits, self._per_example_loss(labels, logits))
+
+    def _compiled_evaluation_sums(self, batch):
+        clips, labels = batch[0], batch[1]
+        if self.local_updates:
+            return self._replica_evaluation_sums(clips, labels)
+        return self.strategy.run(self._replica_evaluation_sums, args=(clips, labels))
+
+    def _global_sum(self, local_totals):
+        """Sum over every replica of the cluster of per-local-replica tensors [3]."""
+        per_replica = self.strategy.experimental_distribute_values_from_function(
+            lambda context: local_totals[
+                context.replica_id_in_sync_group % self.replicas_per_worker
+            ]
+        )
+        return self.strategy.reduce("SUM", per_replica, axis=None)

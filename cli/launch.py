@@ -1,0 +1,86 @@
+"""`actrec launch`: run a command as N local multi-worker training processes."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+from actrec_cli.console import error_console
+
+
+def _exit_line(worker_exit) -> str:
+    if worker_exit.exit_code == 0:
+        status = "[green]finished[/]"
+    elif worker_exit.stopped_by_launcher:
+        status = f"[yellow]stopped by the launcher[/] (exit code {worker_exit.exit_code})"
+    else:
+        status = f"[bold red]failed with exit code {worker_exit.exit_code}[/]"
+    return f"worker {worker_exit.index} {status} after {worker_exit.seconds:.1f} s"
+
+
+@click.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.option(
+    "-n",
+    "--num-workers",
+    type=click.IntRange(min=1),
+    required=True,
+    help="Worker processes to start (one per GPU on a GPU machine).",
+)
+@click.option(
+    "--port",
+    "base_port",
+    type=int,
+    default=None,
+    help="First of the workers' consecutive ports [default: free ports].",
+)
+@click.option(
+    "--timeout",
+    type=float,
+    default=None,
+    help="Stop every worker after this many seconds (exit code 124).",
+)
+@click.option(
+    "--grace-period",
+    type=float,
+    default=10.0,
+    show_default=True,
+    help="Seconds between SIGTERM and SIGKILL when workers are stopped.",
+)
+@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
+def launch(num_workers, base_port, timeout, grace_period, command):
+    """Run COMMAND as NUM_WORKERS cluster workers on this machine.
+
+    Each worker gets its own TF_CONFIG (and GPU when there are GPUs); output lines are
+    prefixed "[worker i] ". When one worker fails the others are stopped, and the exit
+    code is the failing worker's.
+
+        actrec launch -n 2 -- actrec train --recipe tsm-r50 --data DATA --workdir RUN
+    """
+    from actrec.train.launch import run_local_workers
+
+    errors = error_console()
+
+    def report(worker_exit):
+        errors.print(_exit_line(worker_exit), highlight=False, soft_wrap=True)
+
+    result = run_local_workers(
+        num_workers,
+        list(command),
+        base_port,
+        timeout,
+        grace_period=grace_period,
+        on_worker_exit=report,
+    )
+    if result.exit_code == 0:
+        errors.print(f"all {num_workers} workers finished", highlight=False)
+    elif result.timed_out:
+        errors.print(
+            f"[bold red]timeout:[/] stopped the workers after {timeout:g} s", highlight=False
+        )
+    else:
+        errors.print(
+            f"[bold red]worker {result.failed_worker} failed[/] (exit code "
+            f"{result.exit_code}); the other workers were stopped",
+            highlight=False,
+        )
+    sys.exit(result.exit_code)
