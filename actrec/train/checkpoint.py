@@ -47,11 +47,12 @@ class RunCheckpoints:
         self.num_classes = tf.Variable(
             num_classes, dtype=tf.int64, trainable=False, name="num_classes"
         )
-        tracked = dict(items)
+        tracked = {name: item for name, item in items.items() if name != "model"}
         if "model" in items:
             # tf.train.Checkpoint does not reach every Keras 3 variable through the model
             # (the dropout seed generators' state is missed), so the model's variables are
-            # also tracked directly: a resumed run then continues bit-exactly.
+            # tracked directly, as one list (tracking the model too would save them twice):
+            # a resumed run then continues bit-exactly.
             tracked["model_state"] = [variable.value for variable in items["model"].variables]
         self.checkpoint = tf.train.Checkpoint(
             **tracked,

@@ -280,7 +280,9 @@ class DistributedTrainer:
         self.num_traces = 0
         self._steps_since_average = 0
         self._averaged_variables = self._variables_to_average()
-        self._train_function = tf.function(self._compiled_train_step)
+        # The adaptive schedule changes the batch size: after the first change, one
+        # shape-relaxed trace serves every later size (the global batch is read dynamically).
+        self._train_function = tf.function(self._compiled_train_step, reduce_retracing=True)
         # Evaluation batches vary (the last one is partial): one relaxed trace serves all.
         self._evaluation_function = tf.function(
             self._compiled_evaluation_sums, reduce_retracing=True

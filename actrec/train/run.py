@@ -206,6 +206,16 @@ def _trainer(strategy, recipe, num_classes: int):
     )
 
 
+def _batch_phase_start(train_config, epoch: int) -> int:
+    """The first epoch of the run of epochs that share `epoch`'s global batch."""
+    from actrec.train.schedule import global_batch_size
+
+    batch = global_batch_size(train_config, epoch)
+    while epoch > 0 and global_batch_size(train_config, epoch - 1) == batch:
+        epoch -= 1
+    return epoch
+
+
 def _epoch_seed(seed: int, epoch: int) -> int:
     return seed * 100_003 + epoch
 
@@ -336,6 +346,7 @@ def train(
     summary = TrainSummary(run_dir, position.epoch, trainer.step, resumed_from=resumed_from)
     steps_this_call = 0
     replicas = trainer.num_replicas_in_sync
+    batches, current_phase = None, None
     try:
         for epoch in range(position.epoch, recipe.train.epochs):
             plan = epoch_plan(recipe.train, recipe.runtime, epoch, replicas, train_videos)
@@ -353,22 +364,30 @@ def train(
                     lr=learning_rate(recipe.train, epoch, 0, plan.steps_per_epoch),
                 )
 
-            def train_dataset(context, epoch=epoch, batch=replica_batch):
-                return build_dataset(
-                    prepared_dir,
-                    recipe.data.train_split,
-                    train_spec,
-                    batch,
-                    training=True,
-                    seed=_epoch_seed(recipe.runtime.seed, epoch),
-                    input_context=context,
-                    shuffle_buffer=recipe.data.shuffle_buffer,
-                    repeat=True,
-                )
+            phase_start = _batch_phase_start(recipe.train, epoch)
+            if batches is None or phase_start != current_phase:
+                # One input pipeline per batch-size phase of the schedule, seeded by the
+                # phase's first epoch; a resumed run skips the batches the phase has used.
+                current_phase = phase_start
+                phase_seed = _epoch_seed(recipe.runtime.seed, phase_start)
 
-            batches = iter(trainer.distribute(train_dataset))
-            for _ in range(first_step):  # resuming mid-epoch: skip the batches already used
-                next(batches)
+                def train_dataset(context, seed=phase_seed, batch=replica_batch):
+                    return build_dataset(
+                        prepared_dir,
+                        recipe.data.train_split,
+                        train_spec,
+                        batch,
+                        training=True,
+                        seed=seed,
+                        input_context=context,
+                        shuffle_buffer=recipe.data.shuffle_buffer,
+                        repeat=True,
+                    )
+
+                batches = iter(trainer.distribute(train_dataset))
+                used = (epoch - phase_start) * plan.steps_per_epoch + first_step
+                for _ in range(used):
+                    next(batches)
             progress.start(f"epoch {epoch + 1}/{recipe.train.epochs}", plan.steps_per_epoch)
             progress.advance(first_step)
             for step in range(first_step, plan.steps_per_epoch):

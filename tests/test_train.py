@@ -1,0 +1,228 @@
+"""`actrec train` end to end on a tiny prepared set: schedule, resume, preemption, errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import REPO_ROOT
+
+from actrec.config import apply_overrides, load_recipe
+from actrec.data.encode_video import PrepareSettings
+from actrec.data.prepare import prepare_dataset
+from actrec.data.sources import list_videos
+from actrec.data.synthetic import SyntheticConfig, generate_synthetic_dataset
+from actrec.errors import ConfigError, DatasetError, OutputError
+from actrec.train.run import train
+
+TINY = [
+    "model.backbone=mobilenet_v3_small",
+    "data.crop_size=32",
+    "data.num_segments=2",
+    "train.batch_size=8",
+    "train.epochs=2",
+    "runtime.steps_per_epoch=3",
+    "runtime.log_every_steps=1",
+    "runtime.validate_every_epochs=1",
+]
+
+
+@pytest.fixture(scope="module")
+def prepared(tmp_path_factory) -> Path:
+    """8 classes x 3 videos (2 train, 1 test) of 12 frames at 64x48, with flow."""
+    folder = tmp_path_factory.mktemp("tiny-synthetic")
+    generate_synthetic_dataset(
+        folder / "raw", SyntheticConfig(videos_per_class=3, num_frames=12, width=64, height=48)
+    )
+    out = folder / "prepared"
+    prepare_dataset(
+        list_videos("synthetic", folder / "raw"),
+        out,
+        PrepareSettings(frame_size="original"),
+        workers=1,
+    )
+    return out
+
+
+def _recipe(*overrides: str, base: str = "synthetic-rgb"):
+    return apply_overrides(load_recipe(base), [*TINY, *overrides])
+
+
+def _metrics(run_dir: Path) -> list[dict]:
+    return [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+
+
+def _weights(path: Path) -> list[np.ndarray]:
+    import h5py
+
+    arrays = []
+    with h5py.File(path, "r") as handle:
+        handle.visititems(
+            lambda name, item: arrays.append(np.array(item)) if hasattr(item, "shape") else None
+        )
+    return arrays
+
+
+@pytest.mark.slow
+def test_adaptive_batch_schedule_is_logged_and_survives_a_resume(prepared, tmp_path):
+    adaptive = [
+        "train.batch_size=16",
+        "train.batch_growth=2",
+        "train.batch_growth_every=1",
+        "train.max_batch_size=64",
+        "train.lr_coupling=linear",
+        "train.lr=0.001",
+        "train.decay=none",
+        "train.epochs=3",
+        "runtime.steps_per_epoch=2",
+        "runtime.validate_every_epochs=0",
+        "runtime.deterministic=true",
+    ]
+    recipe = _recipe(*adaptive)
+    interrupted = train(recipe, prepared, tmp_path / "split", stop_after_steps=3)
+    assert interrupted.stopped_early and interrupted.global_step == 3  # mid-epoch 2
+    resumed = train(recipe, prepared, tmp_path / "split", resume="latest")
+    assert resumed.resumed_from.endswith("ckpt-3") and resumed.global_step == 6
+    rows = _metrics(tmp_path / "split")
+    epochs = [row for row in rows if row["event"] == "epoch"]
+    assert [row["epoch"] for row in epochs] == [0, 1, 2]
+    assert [row["global_batch"] for row in epochs] == [16, 32, 64]
+    assert [row["lr"] for row in epochs] == pytest.approx([0.001, 0.002, 0.004])
+    steps = [row for row in rows if row["event"] == "train"]
+    assert [row["global_step"] for row in steps] == [1, 2, 3, 4, 5, 6]
+    assert [row["global_batch"] for row in steps] == [16, 16, 32, 32, 64, 64]
+    assert [row["lr"] for row in steps] == pytest.approx([0.001] * 2 + [0.002] * 2 + [0.004] * 2)
+    record = json.loads((tmp_path / "split" / "run.json").read_text())
+    assert record["status"] == "finished" and record["global_step"] == 6
+
+
+@pytest.mark.slow
+def test_sigkill_mid_epoch_then_resume_matches_an_uninterrupted_run(prepared, tmp_path):
+    overrides = [
+        "train.epochs=2",
+        "runtime.steps_per_epoch=6",
+        "runtime.checkpoint_every_steps=2",
+        "runtime.deterministic=true",
+        "runtime.validate_every_epochs=0",
+        "data.crop_size=48",
+        "model.backbone=mobilenet_v2",
+        "model.dropout=0.5",
+    ]
+    killed = tmp_path / "killed"
+    command = [
+        sys.executable,
+        "-m",
+        "actrec_cli.main",
+        "train",
+        "--recipe",
+        "synthetic-rgb",
+        "--data",
+        str(prepared),
+        "--workdir",
+        str(killed),
+    ]
+    for setting in [*TINY, *overrides]:
+        command += ["--set", setting]
+    process = subprocess.Popen(
+        command, cwd=REPO_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and process.poll() is None:
+        if (killed / "checkpoints" / "ckpt-8.index").exists():  # epoch 2, step 2 of 6
+            break
+        time.sleep(0.01)
+    assert process.poll() is None, process.stderr.read().decode()[-2000:]
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait()
+    assert not (killed / "final.weights.h5").exists()
+    recipe = _recipe(*overrides)
+    resumed = train(recipe, prepared, killed, resume="latest")
+    assert resumed.resumed_from and "ckpt-" in resumed.resumed_from
+    assert 8 <= int(resumed.resumed_from.rsplit("-", 1)[1]) < 12
+    whole = train(recipe, prepared, tmp_path / "whole")
+    assert resumed.global_step == whole.global_step == 12
+    for mine, theirs in zip(
+        _weights(killed / "final.weights.h5"),
+        _weights(tmp_path / "whole" / "final.weights.h5"),
+        strict=True,
+    ):
+        np.testing.assert_allclose(mine, theirs, rtol=0, atol=0)
+    train_steps = [r["global_step"] for r in _metrics(killed) if r["event"] == "train"]
+    assert train_steps == list(range(1, 13))  # no step logged twice after the resume
+
+
+def test_no_shards_at_the_data_path(tmp_path):
+    with pytest.raises(DatasetError, match=r"no manifest\.json.*actrec prepare"):
+        train(_recipe(), tmp_path, tmp_path / "run")
+    assert not (tmp_path / "run").exists()
+
+
+def test_checkpoint_with_another_class_count_is_refused(prepared, tmp_path):
+    run_dir = tmp_path / "run"
+    train(
+        _recipe("train.epochs=1", "runtime.steps_per_epoch=1"),
+        prepared,
+        run_dir,
+        stop_after_steps=1,
+    )
+    manifest_path = prepared / "manifest.json"
+    original = manifest_path.read_text()
+    manifest = json.loads(original)
+    try:
+        manifest["classes"] = manifest["classes"] + ["Extra"]
+        manifest_path.write_text(json.dumps(manifest))
+        with pytest.raises(ConfigError, match="trained for 8 classes but the data has 9"):
+            train(
+                _recipe("train.epochs=1", "runtime.steps_per_epoch=1"),
+                prepared,
+                run_dir,
+                resume="latest",
+            )
+    finally:
+        manifest_path.write_text(original)
+
+
+def test_an_existing_run_is_never_overwritten(prepared, tmp_path):
+    run_dir = tmp_path / "run"
+    recipe = _recipe(
+        "train.epochs=1", "runtime.steps_per_epoch=1", "runtime.validate_every_epochs=0"
+    )
+    train(recipe, prepared, run_dir)
+    before = (run_dir / "final.weights.h5").read_bytes()
+    with pytest.raises(OutputError, match=r"already holds a training run.*--resume"):
+        train(recipe, prepared, run_dir)
+    with pytest.raises(ConfigError, match=r"different recipe.*train\.lr"):
+        train(apply_overrides(recipe, ["train.lr=0.5"]), prepared, run_dir, resume="latest")
+    assert (run_dir / "final.weights.h5").read_bytes() == before
+
+
+def test_cli_errors_are_clear(prepared, tmp_path, cli_runner, monkeypatch):
+    result = cli_runner(
+        "train",
+        "--recipe",
+        "synthetic-rgb",
+        "--data",
+        prepared,
+        "--workdir",
+        tmp_path / "run",
+        "--set",
+        "train.batch_size=zero",
+    )
+    assert result.exit_code == 1 and "train.batch_size" in result.output
+    assert "Traceback" not in result.output
+    monkeypatch.setenv("TF_CONFIG", "{not json")
+    result = cli_runner(
+        "train", "--recipe", "synthetic-rgb", "--data", prepared, "--workdir", tmp_path / "run"
+    )
+    assert result.exit_code == 1 and "TF_CONFIG" in result.output
+    assert not (tmp_path / "run").exists()
+    monkeypatch.delenv("TF_CONFIG")
+    result = cli_runner("train", "--data", prepared, "--workdir", tmp_path / "run")
+    assert result.exit_code == 1 and "--recipe" in result.output
