@@ -81,6 +81,8 @@ class DataConfig:
     frame_interval: stride of dense sampling.
     scale_size: evaluation short side before the centre crop (None: crop_size * 256 / 224).
     flip: random horizontal flip in training (flow-aware).
+    scales: TSN's multi-scale crop: training crops of these fractions of the short side
+        (TSN: 1, .875, .75, .66); use milder scales when objects are small in the frame.
     shuffle_buffer: whole videos held for shuffling.
     train_split: the prepared split trained on.
     validation_split: "auto" = "val" when the prepared data has it, else "test"; "none"
@@ -95,6 +97,7 @@ class DataConfig:
     frame_interval: int = 2
     scale_size: int | None = None
     flip: bool = True
+    scales: tuple[float, ...] = (1.0, 0.875, 0.75, 0.66)
     shuffle_buffer: int = 128
     train_split: str = "train"
     validation_split: str = VALIDATION_SPLIT_AUTO
@@ -604,6 +607,13 @@ def _validate_data(data: DataConfig) -> None:
     _require_choice("data", data, "sampling", SAMPLINGS)
     for key in ("num_segments", "new_length", "crop_size", "frame_interval", "shuffle_buffer"):
         _require_at_least("data", data, key, 1)
+    if not data.scales or not all(0 < scale <= 1 for scale in data.scales):
+        raise _invalid(
+            "data",
+            "scales",
+            list(data.scales),
+            "give one or more fractions of the short side in (0, 1], e.g. [1.0, 0.875]",
+        )
     if data.modality == "rgb" and data.new_length != 1:
         raise _invalid(
             "data",
@@ -797,4 +807,5 @@ def clip_spec(recipe: Recipe, training: bool) -> ClipSpec:
         scale_size=data.scale_size,
         normalization="none",
         flip=data.flip and training,
+        scales=tuple(data.scales),
     )

@@ -54,7 +54,7 @@ def launch(num_workers, base_port, timeout, grace_period, command):
     prefixed "[worker i] ". When one worker fails the others are stopped, and the exit
     code is the failing worker's.
 
-        actrec launch -n 2 -- actrec train --recipe tsm-r50 --data DATA --workdir RUN
+        actrec launch -n 2 -- actrec train --recipe tsm-kinetics400 --data DATA --workdir RUN
     """
     from actrec.train.launch import run_local_workers
 

@@ -243,7 +243,7 @@ def test_prepare_synthetic_cli_generates_then_reports_nothing_to_do(tmp_path, cl
     result = cli_runner("prepare", "synthetic", "--root", root, "--out", out, "--workers", "1")
     assert result.exit_code == 0, result.output
     manifest = json.loads((out / "manifest.json").read_text())
-    assert manifest["splits"]["train"]["videos"] + manifest["splits"]["test"]["videos"] == 96
+    assert manifest["splits"]["train"]["videos"] + manifest["splits"]["test"]["videos"] == 192
     before = {path.name: path.stat().st_mtime_ns for path in out.iterdir()}
     again = cli_runner("prepare", "synthetic", "--root", root, "--out", out, "--workers", "1")
     assert again.exit_code == 0 and "nothing to do" in again.output

@@ -120,8 +120,8 @@ def test_split_is_about_seventy_thirty_per_class():
     test_lines = texts["testlist01.txt"].splitlines()
     for name in SYNTHETIC_CLASSES:
         in_test = [line for line in test_lines if line.startswith(f"{name}/")]
-        assert len(in_test) == 4  # of 12: 33 %
-        assert [line.split("_g")[1][:2] for line in in_test] == ["01", "02", "03", "04"]
+        assert len(in_test) == 7  # of 24: 29 %
+        assert [line.split("_g")[1][:2] for line in in_test] == [f"{g:02d}" for g in range(1, 8)]
 
 
 def test_description_records_the_config(small_set):
@@ -319,7 +319,7 @@ def test_dis_flow_identifies_the_class_of_each_clip(default_set):
         for name, class_clips in clips.items()
         for frames in class_clips
     ]
-    assert len(outcomes) == 96
+    assert len(outcomes) == 8 * SyntheticConfig().videos_per_class
     assert np.mean(outcomes) >= 0.95
 
 

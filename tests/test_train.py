@@ -226,3 +226,52 @@ def test_cli_errors_are_clear(prepared, tmp_path, cli_runner, monkeypatch):
     monkeypatch.delenv("TF_CONFIG")
     result = cli_runner("train", "--data", prepared, "--workdir", tmp_path / "run")
     assert result.exit_code == 1 and "--recipe" in result.output
+
+
+@pytest.mark.slow
+def test_sigterm_checkpoints_mid_epoch_exits_143_and_resumes(prepared, tmp_path):
+    run_dir = tmp_path / "run"
+    overrides = [
+        "train.epochs=2",
+        "runtime.steps_per_epoch=40",
+        "runtime.validate_every_epochs=0",
+        "data.crop_size=48",
+        "model.backbone=mobilenet_v2",
+    ]
+    command = [
+        sys.executable,
+        "-m",
+        "actrec_cli.main",
+        "train",
+        "--recipe",
+        "synthetic-rgb",
+        "--data",
+        str(prepared),
+        "--workdir",
+        str(run_dir),
+    ]
+    for setting in [*TINY, *overrides]:
+        command += ["--set", setting]
+    process = subprocess.Popen(
+        command, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+    )
+    deadline = time.monotonic() + 240
+    metrics = run_dir / "metrics.jsonl"
+    while time.monotonic() < deadline and process.poll() is None:
+        if metrics.exists() and '"global_step": 3,' in metrics.read_text():
+            break
+        time.sleep(0.02)
+    assert process.poll() is None, process.stdout.read().decode()[-2000:]
+    process.send_signal(signal.SIGTERM)
+    output = process.communicate(timeout=120)[0].decode()
+    assert process.returncode == 143, output[-2000:]
+    assert "preempted" in output and "--resume" in output
+    record = json.loads((run_dir / "run.json").read_text())
+    assert record["status"] == "preempted" and 3 <= record["global_step"] < 30
+    assert (run_dir / "checkpoints" / f"ckpt-{record['global_step']}.index").exists()
+    assert not (run_dir / "final.weights.h5").exists()
+    resumed = train(_recipe(*overrides), prepared, run_dir, resume="latest")
+    assert resumed.global_step == 30 and resumed.resumed_from.endswith(
+        f"ckpt-{record['global_step']}"
+    )
+    assert json.loads((run_dir / "run.json").read_text())["status"] == "finished"

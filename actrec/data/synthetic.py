@@ -80,15 +80,15 @@ class SyntheticConfig:
     test_fraction: share of each class's groups in testlist01 (the lowest groups).
     """
 
-    videos_per_class: int = 12
+    videos_per_class: int = 24
     num_frames: int = 24
     width: int = 128
     height: int = 96
     fps: float = 25.0
     seed: int = 0
     translation_speed: tuple[float, float] = (1.5, 2.5)
-    rotation_speed: tuple[float, float] = (4.0, 6.0)
-    zoom_rate: tuple[float, float] = (0.03, 0.05)
+    rotation_speed: tuple[float, float] = (6.0, 9.0)
+    zoom_rate: tuple[float, float] = (0.04, 0.06)
     object_size: tuple[float, float] = (0.4, 0.6)
     noise_std: float = 2.0
     test_fraction: float = 0.3

@@ -79,7 +79,7 @@ def _agreed_flag(strategy, flag: bool, num_workers: int) -> bool:
 
     def any_worker():
         context = tf.distribute.get_replica_context()
-        return context.all_reduce("MAX", tf.constant(1.0 if flag else 0.0))
+        return context.all_reduce("SUM", tf.constant(1.0 if flag else 0.0))  # no MAX op
 
     result = strategy.run(any_worker)
     values = strategy.experimental_local_results(result)
@@ -484,6 +484,7 @@ def train(
         record.update(
             status="finished" if finished else ("preempted" if summary.preempted else "stopped"),
             global_step=trainer.step,
+            all_reduces=trainer.num_all_reduces,
             epochs_done=summary.epochs_done,
             validation=summary.validation,
         )
