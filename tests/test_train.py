@@ -232,8 +232,8 @@ def test_cli_errors_are_clear(prepared, tmp_path, cli_runner, monkeypatch):
 def test_sigterm_checkpoints_mid_epoch_exits_143_and_resumes(prepared, tmp_path):
     run_dir = tmp_path / "run"
     overrides = [
-        "train.epochs=2",
-        "runtime.steps_per_epoch=40",
+        "train.epochs=1",
+        "runtime.steps_per_epoch=30",
         "runtime.validate_every_epochs=0",
         "data.crop_size=48",
         "model.backbone=mobilenet_v2",

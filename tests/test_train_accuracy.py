@@ -30,8 +30,9 @@ def prepared(tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("synthetic")
     generate_synthetic_dataset(folder / "raw")
     out = folder / "prepared"
-    prepare_dataset(list_videos("synthetic", folder / "raw"), out,
-                    PrepareSettings(frame_size="original"))
+    prepare_dataset(
+        list_videos("synthetic", folder / "raw"), out, PrepareSettings(frame_size="original")
+    )
     return out
 
 
@@ -60,9 +61,22 @@ def test_kavg_on_two_workers_reaches_the_target_with_four_times_fewer_all_reduce
     prepared, tmp_path, flow_run
 ):
     run_dir = tmp_path / "kavg"
-    command = [sys.executable, "-m", "actrec_cli.main", "train", "--recipe", "synthetic-flow",
-               "--data", str(prepared), "--workdir", str(run_dir),
-               "--set", "train.sync=kavg", "--set", "train.kavg_steps=4"]
+    command = [
+        sys.executable,
+        "-m",
+        "actrec_cli.main",
+        "train",
+        "--recipe",
+        "synthetic-flow",
+        "--data",
+        str(prepared),
+        "--workdir",
+        str(run_dir),
+        "--set",
+        "train.sync=kavg",
+        "--set",
+        "train.kavg_steps=4",
+    ]
     log = tmp_path / "workers.log"
     with open(log, "w") as output:
         code = launch_local_workers(2, command, timeout=600, output=output)
