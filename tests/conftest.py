@@ -67,3 +67,24 @@ def cli_runner():
         return runner.invoke(main, [str(arg) for arg in args], catch_exceptions=False)
 
     return invoke
+
+
+def train_command(recipe: str, prepared: Path, run_dir: Path, settings: list[str]) -> list[str]:
+    """The `actrec train` command line (as a subprocess argv) with --set for each setting."""
+    import sys
+
+    command = [
+        sys.executable,
+        "-m",
+        "actrec_cli.main",
+        "train",
+        "--recipe",
+        recipe,
+        "--data",
+        str(prepared),
+        "--workdir",
+        str(run_dir),
+    ]
+    for setting in settings:
+        command += ["--set", setting]
+    return command

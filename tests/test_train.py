@@ -6,13 +6,12 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import REPO_ROOT
+from conftest import REPO_ROOT, train_command
 
 from actrec.config import apply_overrides, load_recipe
 from actrec.data.encode_video import PrepareSettings
@@ -116,20 +115,7 @@ def test_sigkill_mid_epoch_then_resume_matches_an_uninterrupted_run(prepared, tm
         "model.dropout=0.5",
     ]
     killed = tmp_path / "killed"
-    command = [
-        sys.executable,
-        "-m",
-        "actrec_cli.main",
-        "train",
-        "--recipe",
-        "synthetic-rgb",
-        "--data",
-        str(prepared),
-        "--workdir",
-        str(killed),
-    ]
-    for setting in [*TINY, *overrides]:
-        command += ["--set", setting]
+    command = train_command("synthetic-rgb", prepared, killed, [*TINY, *overrides])
     process = subprocess.Popen(
         command, cwd=REPO_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
     )
@@ -238,20 +224,7 @@ def test_sigterm_checkpoints_mid_epoch_exits_143_and_resumes(prepared, tmp_path)
         "data.crop_size=48",
         "model.backbone=mobilenet_v2",
     ]
-    command = [
-        sys.executable,
-        "-m",
-        "actrec_cli.main",
-        "train",
-        "--recipe",
-        "synthetic-rgb",
-        "--data",
-        str(prepared),
-        "--workdir",
-        str(run_dir),
-    ]
-    for setting in [*TINY, *overrides]:
-        command += ["--set", setting]
+    command = train_command("synthetic-rgb", prepared, run_dir, [*TINY, *overrides])
     process = subprocess.Popen(
         command, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
     )

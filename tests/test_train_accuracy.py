@@ -8,10 +8,10 @@ must reach the same target with 4x fewer all-reduces.
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
+from conftest import train_command
 
 from actrec.config import load_recipe
 from actrec.data.encode_video import PrepareSettings
@@ -61,22 +61,9 @@ def test_kavg_on_two_workers_reaches_the_target_with_four_times_fewer_all_reduce
     prepared, tmp_path, flow_run
 ):
     run_dir = tmp_path / "kavg"
-    command = [
-        sys.executable,
-        "-m",
-        "actrec_cli.main",
-        "train",
-        "--recipe",
-        "synthetic-flow",
-        "--data",
-        str(prepared),
-        "--workdir",
-        str(run_dir),
-        "--set",
-        "train.sync=kavg",
-        "--set",
-        "train.kavg_steps=4",
-    ]
+    command = train_command(
+        "synthetic-flow", prepared, run_dir, ["train.sync=kavg", "train.kavg_steps=4"]
+    )
     log = tmp_path / "workers.log"
     with open(log, "w") as output:
         code = launch_local_workers(2, command, timeout=600, output=output)

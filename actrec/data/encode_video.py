@@ -67,6 +67,21 @@ class VideoResult:
     reason: str = ""
     detail: str = ""
 
+    @classmethod
+    def skipped(cls, task: VideoTask, reason: str, detail: str, num_frames: int = 0):
+        """The result of a video that yields no record (see VideoReadError's reasons)."""
+        return cls(
+            task.position,
+            task.video_id,
+            task.split,
+            task.label,
+            task.path,
+            None,
+            num_frames,
+            reason,
+            detail,
+        )
+
     @property
     def digest(self) -> str:
         return hashlib.sha256(self.record).hexdigest() if self.record is not None else ""
@@ -90,19 +105,6 @@ def _jpeg(image: np.ndarray, quality: int) -> bytes:
 def encode_video(task: VideoTask, settings: PrepareSettings) -> VideoResult:
     """Decode `task.path` and build its record; never raises for a bad video (skips it)."""
 
-    def skipped(reason: str, detail: str, num_frames: int = 0) -> VideoResult:
-        return VideoResult(
-            task.position,
-            task.video_id,
-            task.split,
-            task.label,
-            task.path,
-            None,
-            num_frames,
-            reason,
-            detail,
-        )
-
     path = Path(task.path)
     estimate_flow = None if settings.flow == "none" else create_flow_estimator(settings.flow)
     rgb_jpegs: list[bytes] = []
@@ -123,11 +125,14 @@ def encode_video(task: VideoTask, settings: PrepareSettings) -> VideoResult:
                     flow_y_jpegs.append(_jpeg(quantized[..., 1], settings.jpeg_quality))
                 previous_grey = current_grey
     except VideoReadError as error:
-        return skipped(error.reason, error.detail)
+        return VideoResult.skipped(task, error.reason, error.detail)
     except Exception as error:  # a corrupt file can make a decoder fail in any way
-        return skipped("undecodable", f"decoding failed: {type(error).__name__}: {error}")
+        return VideoResult.skipped(
+            task, "undecodable", f"decoding failed: {type(error).__name__}: {error}"
+        )
     if len(rgb_jpegs) < settings.min_frames:
-        return skipped(
+        return VideoResult.skipped(
+            task,
             "too-short",
             f"{len(rgb_jpegs)} frames decoded, fewer than --min-frames {settings.min_frames}",
             len(rgb_jpegs),

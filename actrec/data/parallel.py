@@ -50,16 +50,8 @@ def _encode_isolated(task: VideoTask, settings: PrepareSettings) -> VideoResult:
     try:
         return pool.submit(encode_video, task, settings).result()
     except BrokenProcessPool:
-        return VideoResult(
-            task.position,
-            task.video_id,
-            task.split,
-            task.label,
-            task.path,
-            None,
-            0,
-            "undecodable",
-            "the video decoder crashed its process on this file",
+        return VideoResult.skipped(
+            task, "undecodable", "the video decoder crashed its process on this file"
         )
     finally:
         pool.shutdown(wait=True, cancel_futures=True)

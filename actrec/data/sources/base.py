@@ -6,6 +6,8 @@ open the videos. Missing files are not an error here: `prepare` reports them.
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -70,3 +72,24 @@ class DatasetListing:
         for entry in self.entries:
             counts[entry.split] = counts.get(entry.split, 0) + 1
         return counts
+
+
+def is_video_file(name: str) -> bool:
+    """Whether a file name looks like a video (known extension, not hidden)."""
+    return not name.startswith(".") and os.path.splitext(name)[1].lower() in VIDEO_EXTENSIONS
+
+
+def video_files_under(root: Path) -> Iterator[Path]:
+    """Every video file under `root`, walked once in sorted order (hidden folders skipped,
+    linked folders followed once, so a link loop cannot recurse forever)."""
+    visited: set[str] = set()
+    for folder, folder_names, file_names in os.walk(root, followlinks=True):
+        real_folder = os.path.realpath(folder)
+        if real_folder in visited:
+            folder_names[:] = []
+            continue
+        visited.add(real_folder)
+        folder_names[:] = sorted(name for name in folder_names if not name.startswith("."))
+        for file_name in sorted(file_names):
+            if is_video_file(file_name):
+                yield Path(folder) / file_name

@@ -21,12 +21,17 @@ is train only, and a class of two keeps both in train at the default fractions.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import numpy as np
 
-from actrec.data.sources.base import VIDEO_EXTENSIONS, DatasetListing, SourceOptions, VideoEntry
+from actrec.data.sources.base import (
+    VIDEO_EXTENSIONS,
+    DatasetListing,
+    SourceOptions,
+    VideoEntry,
+    video_files_under,
+)
 from actrec.errors import ConfigError, DatasetError
 
 DATASET = "folder"
@@ -78,28 +83,12 @@ def check_fractions(val_fraction: float, test_fraction: float) -> None:
         )
 
 
-def is_video_file(name: str) -> bool:
-    """Whether a file name looks like a video (known extension, not hidden)."""
-    return not name.startswith(".") and os.path.splitext(name)[1].lower() in VIDEO_EXTENSIONS
-
-
 def videos_in_class_folder(root: Path, class_folder: Path) -> dict[str, Path]:
     """{video_id: path} of the video files anywhere under one class folder (linked
     folders followed once, hidden ones skipped)."""
     videos: dict[str, Path] = {}
-    visited: set[str] = set()
-    for folder, folder_names, file_names in os.walk(class_folder, followlinks=True):
-        real_folder = os.path.realpath(folder)
-        if real_folder in visited:  # a linked folder seen before: do not loop
-            folder_names[:] = []
-            continue
-        visited.add(real_folder)
-        folder_names[:] = sorted(name for name in folder_names if not name.startswith("."))
-        for file_name in sorted(file_names):
-            if is_video_file(file_name):
-                path = Path(folder) / file_name
-                video_id = path.relative_to(root).with_suffix("").as_posix()
-                videos.setdefault(video_id, path)
+    for path in video_files_under(class_folder):
+        videos.setdefault(path.relative_to(root).with_suffix("").as_posix(), path)
     return videos
 
 

@@ -21,16 +21,15 @@ path where they were expected, and `prepare` reports them.
 from __future__ import annotations
 
 import csv
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from actrec.data.sources.base import (
     UNLABELLED,
-    VIDEO_EXTENSIONS,
     DatasetListing,
     SourceOptions,
     VideoEntry,
+    video_files_under,
 )
 from actrec.errors import AnnotationError, ConfigError, DatasetError
 
@@ -316,18 +315,8 @@ def video_index_by_stem(root: Path) -> dict[str, Path]:
     (hidden folders skipped, linked folders followed once; the first file wins when two
     share a stem)."""
     index: dict[str, Path] = {}
-    visited: set[str] = set()
-    for folder, folder_names, file_names in os.walk(root, followlinks=True):
-        real_folder = os.path.realpath(folder)
-        if real_folder in visited:  # a linked folder seen before: do not loop
-            folder_names[:] = []
-            continue
-        visited.add(real_folder)
-        folder_names[:] = sorted(name for name in folder_names if not name.startswith("."))
-        for file_name in sorted(file_names):
-            stem, extension = os.path.splitext(file_name)
-            if extension.lower() in VIDEO_EXTENSIONS and not file_name.startswith("."):
-                index.setdefault(stem, Path(folder) / file_name)
+    for path in video_files_under(root):
+        index.setdefault(path.stem, path)
     return index
 
 
