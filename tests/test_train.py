@@ -121,7 +121,8 @@ def test_sigkill_mid_epoch_then_resume_matches_an_uninterrupted_run(prepared, tm
     )
     deadline = time.monotonic() + 240
     while time.monotonic() < deadline and process.poll() is None:
-        if (killed / "checkpoints" / "ckpt-8.index").exists():  # epoch 2, step 2 of 6
+        state = killed / "checkpoints" / "checkpoint"  # CheckpointManager's commit point
+        if state.exists() and '"ckpt-8"' in state.read_text():  # epoch 2, step 2 of 6
             break
         time.sleep(0.01)
     assert process.poll() is None, process.stderr.read().decode()[-2000:]

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from actrec import __version__
 from actrec.atomic import append_line_durably, read_json_lines, write_json_atomic, write_text_atomic
-from actrec.errors import ConfigError, OutputError
+from actrec.errors import ActrecError, ConfigError, OutputError
 from actrec.progress import NullProgress, Progress
 
 RECIPE_FILE = "recipe.yaml"
@@ -296,9 +296,21 @@ def train(
             f"{', '.join(f'{k} ({v})' for k, v in info.num_videos.items())}"
         )
     validation_split = _validation_split(recipe, info)
-    has_run = check_run_directory(run_dir, resume)
-    if has_run:
-        _check_same_recipe(run_dir, recipe)
+    # Only the chief judges the run directory (the others would race with its writes);
+    # its verdict reaches every worker, so a refused run stops them all instead of leaving
+    # them waiting in their first collective.
+    has_run, refusal = False, None
+    if cluster.is_chief:
+        try:
+            has_run = check_run_directory(run_dir, resume)
+            if has_run:
+                _check_same_recipe(run_dir, recipe)
+        except ActrecError as error:
+            refusal = error
+    if _agreed_flag(strategy, refusal is not None, cluster.num_workers):
+        raise refusal or OutputError(
+            f"the chief worker refused --workdir {run_dir}; its output says why"
+        )
     if cluster.is_chief:
         run_dir.mkdir(parents=True, exist_ok=True)
         if not has_run:
