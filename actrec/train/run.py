@@ -401,6 +401,7 @@ def train(
                 for _ in range(used):
                     next(batches)
             progress.start(f"epoch {epoch + 1}/{recipe.train.epochs}", plan.steps_per_epoch)
+            stopped_mid_epoch = False
             progress.advance(first_step)
             for step in range(first_step, plan.steps_per_epoch):
                 rate = learning_rate(recipe.train, epoch, step, plan.steps_per_epoch)
@@ -441,15 +442,19 @@ def train(
                 if (stop or budget_spent or periodic) and not last_step:
                     trainer.synchronize()
                     checkpoints.save(Position(epoch, step + 1), trainer.step)
-                if stop or (budget_spent and not last_step):
-                    summary.preempted, summary.stopped_early = stop, budget_spent
+                summary.preempted = summary.preempted or stop
+                if (stop or budget_spent) and not last_step:  # checkpointed just above
+                    summary.stopped_early = not stop
+                    stopped_mid_epoch = True
                     break
             progress.finish()
-            if summary.preempted or summary.stopped_early:
+            if stopped_mid_epoch:
                 break
             trainer.synchronize()
             checkpoints.save(Position(epoch + 1, 0), trainer.step)
             summary.epochs_done = epoch + 1
+            if summary.preempted:  # SIGTERM on an epoch's last step: its checkpoint is saved
+                break
             every_validation = recipe.runtime.validate_every_epochs
             if (
                 validation_split
