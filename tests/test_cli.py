@@ -5,11 +5,10 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
-import sys
 
 import pytest
 import tomllib
-from conftest import REPO_ROOT
+from conftest import REPO_ROOT, cli_output_with_heavy_modules
 
 from actrec import __version__
 
@@ -22,18 +21,7 @@ def test_version(cli_runner):
 
 @pytest.mark.parametrize("arguments", [["--help"], ["prepare", "--help"], ["inspect", "--help"]])
 def test_help_does_not_import_tensorflow_or_opencv(arguments):
-    code = (
-        "import sys\n"
-        "from actrec_cli.main import main\n"
-        "try:\n"
-        f"    main({arguments!r})\n"
-        "except SystemExit:\n"
-        "    pass\n"
-        "print('HEAVY', sorted(m for m in ('tensorflow', 'keras', 'cv2') if m in sys.modules))\n"
-    )
-    output = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO_ROOT
-    ).stdout
+    output = cli_output_with_heavy_modules(arguments)
     assert "Usage:" in output
     assert "HEAVY []" in output
 

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
-from conftest import REPO_ROOT
+from conftest import cli_output_with_heavy_modules
 
 from actrec.config import builtin_recipe_names, dump_recipe, load_recipe
 
@@ -57,17 +54,6 @@ def test_show_invalid_recipe_file_fails(cli_runner, tmp_path):
 
 
 def test_recipes_does_not_import_tensorflow():
-    code = (
-        "import sys\n"
-        "from actrec_cli.main import main\n"
-        "try:\n"
-        "    main(['recipes'])\n"
-        "except SystemExit:\n"
-        "    pass\n"
-        "print('HEAVY', sorted(m for m in ('tensorflow', 'keras', 'cv2') if m in sys.modules))\n"
-    )
-    output = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO_ROOT
-    ).stdout
+    output = cli_output_with_heavy_modules(["recipes"])
     assert "tsn-rgb-ucf101" in output
     assert "HEAVY []" in output

