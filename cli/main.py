@@ -38,6 +38,7 @@ def main() -> None:
 
 def _register_commands() -> None:
     from actrec_cli import (
+        eval_command,
         inspect_command,
         launch,
         prepare,
@@ -54,6 +55,7 @@ def _register_commands() -> None:
     main.add_command(recipes.recipes)
     main.add_command(train.train)
     main.add_command(launch.launch)
+    main.add_command(eval_command.eval_command)
 
 
 _register_commands()

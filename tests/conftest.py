@@ -108,3 +108,71 @@ def cli_output_with_heavy_modules(arguments: list[str]) -> str:
     return subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO_ROOT
     ).stdout
+
+
+@pytest.fixture(scope="session")
+def tiny_synthetic_prepared(tmp_path_factory) -> Path:
+    """8 classes x 3 videos (2 train, 1 test) of 12 frames at 64x48, with flow."""
+    from actrec.data.encode_video import PrepareSettings
+    from actrec.data.prepare import prepare_dataset
+    from actrec.data.sources import list_videos
+    from actrec.data.synthetic import SyntheticConfig, generate_synthetic_dataset
+
+    folder = tmp_path_factory.mktemp("tiny-synthetic")
+    generate_synthetic_dataset(
+        folder / "raw", SyntheticConfig(videos_per_class=3, num_frames=12, width=64, height=48)
+    )
+    out = folder / "prepared"
+    prepare_dataset(
+        list_videos("synthetic", folder / "raw"),
+        out,
+        PrepareSettings(frame_size="original"),
+        workers=1,
+    )
+    return out
+
+
+# --- the synthetic set, prepared and trained once per test session --------------------------
+# Real trainings take minutes on 2 cores; the accuracy, eval, export and predict tests share them.
+
+
+@pytest.fixture(scope="session")
+def synthetic_prepared(tmp_path_factory) -> Path:
+    """The default synthetic set (8 classes x 24 videos, 56 test videos), prepared with DIS
+    flow at the original 128x96."""
+    from actrec.data.encode_video import PrepareSettings
+    from actrec.data.prepare import prepare_dataset
+    from actrec.data.sources import list_videos
+    from actrec.data.synthetic import generate_synthetic_dataset
+
+    folder = tmp_path_factory.mktemp("synthetic")
+    generate_synthetic_dataset(folder / "raw")
+    out = folder / "prepared"
+    prepare_dataset(
+        list_videos("synthetic", folder / "raw"), out, PrepareSettings(frame_size="original")
+    )
+    return out
+
+
+def _trained_synthetic_run(recipe_name: str, prepared: Path, folder: Path):
+    from actrec.config import load_recipe
+    from actrec.train.run import train
+
+    run_dir = folder / recipe_name
+    return train(load_recipe(recipe_name), prepared, run_dir), run_dir
+
+
+@pytest.fixture(scope="session")
+def synthetic_flow_run(synthetic_prepared, tmp_path_factory):
+    """(TrainSummary, run directory) of the built-in synthetic-flow recipe (~95 % test)."""
+    return _trained_synthetic_run(
+        "synthetic-flow", synthetic_prepared, tmp_path_factory.mktemp("runs")
+    )
+
+
+@pytest.fixture(scope="session")
+def synthetic_rgb_run(synthetic_prepared, tmp_path_factory):
+    """(TrainSummary, run directory) of the built-in synthetic-rgb recipe (near chance)."""
+    return _trained_synthetic_run(
+        "synthetic-rgb", synthetic_prepared, tmp_path_factory.mktemp("runs")
+    )

@@ -14,10 +14,6 @@ import pytest
 from conftest import REPO_ROOT, train_command
 
 from actrec.config import apply_overrides, load_recipe
-from actrec.data.encode_video import PrepareSettings
-from actrec.data.prepare import prepare_dataset
-from actrec.data.sources import list_videos
-from actrec.data.synthetic import SyntheticConfig, generate_synthetic_dataset
 from actrec.errors import ConfigError, DatasetError, OutputError
 from actrec.train.run import train
 
@@ -34,20 +30,9 @@ TINY = [
 
 
 @pytest.fixture(scope="module")
-def prepared(tmp_path_factory) -> Path:
+def prepared(tiny_synthetic_prepared) -> Path:
     """8 classes x 3 videos (2 train, 1 test) of 12 frames at 64x48, with flow."""
-    folder = tmp_path_factory.mktemp("tiny-synthetic")
-    generate_synthetic_dataset(
-        folder / "raw", SyntheticConfig(videos_per_class=3, num_frames=12, width=64, height=48)
-    )
-    out = folder / "prepared"
-    prepare_dataset(
-        list_videos("synthetic", folder / "raw"),
-        out,
-        PrepareSettings(frame_size="original"),
-        workers=1,
-    )
-    return out
+    return tiny_synthetic_prepared
 
 
 def _recipe(*overrides: str, base: str = "synthetic-rgb"):

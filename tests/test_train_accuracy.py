@@ -13,33 +13,19 @@ from pathlib import Path
 import pytest
 from conftest import train_command
 
-from actrec.config import load_recipe
-from actrec.data.encode_video import PrepareSettings
-from actrec.data.prepare import prepare_dataset
-from actrec.data.sources import list_videos
-from actrec.data.synthetic import generate_synthetic_dataset
 from actrec.train.launch import launch_local_workers
-from actrec.train.run import train
 
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture(scope="module")
-def prepared(tmp_path_factory) -> Path:
-    """The default synthetic set (8 classes x 24 videos), prepared with DIS flow."""
-    folder = tmp_path_factory.mktemp("synthetic")
-    generate_synthetic_dataset(folder / "raw")
-    out = folder / "prepared"
-    prepare_dataset(
-        list_videos("synthetic", folder / "raw"), out, PrepareSettings(frame_size="original")
-    )
-    return out
+@pytest.fixture
+def prepared(synthetic_prepared) -> Path:
+    return synthetic_prepared
 
 
-@pytest.fixture(scope="module")
-def flow_run(prepared, tmp_path_factory):
-    run_dir = tmp_path_factory.mktemp("flow") / "run"
-    return train(load_recipe("synthetic-flow"), prepared, run_dir), run_dir
+@pytest.fixture
+def flow_run(synthetic_flow_run):
+    return synthetic_flow_run
 
 
 def test_flow_tsn_learns_the_motion_classes(flow_run):
@@ -50,8 +36,8 @@ def test_flow_tsn_learns_the_motion_classes(flow_run):
     assert record["status"] == "finished" and record["all_reduces"] == summary.global_step == 320
 
 
-def test_rgb_tsn_stays_near_chance(prepared, tmp_path, flow_run):
-    summary = train(load_recipe("synthetic-rgb"), prepared, tmp_path / "run")
+def test_rgb_tsn_stays_near_chance(synthetic_rgb_run, flow_run):
+    summary, _ = synthetic_rgb_run
     assert summary.global_step == 320
     assert summary.validation["accuracy"] <= 0.3, summary.validation  # chance: 0.125
     assert flow_run[0].validation["accuracy"] - summary.validation["accuracy"] >= 0.5

@@ -242,6 +242,30 @@ def ten_crops(clip, crop_size: int, is_flow: bool = False, scale_size: int | Non
     return tf.concat([views, mirrors], axis=0)  # [10, T, crop, crop, C]
 
 
+def three_crops(clip, crop_size: int):
+    """TSM's full-resolution three crops, at the model's input size: the short side resized
+    to crop_size, then three crop_size squares along the long side (start, centre, end:
+    left / centre / right of a landscape frame, top / centre / bottom of a portrait one).
+
+    [T, H, W, C] -> float32 [3, T, crop_size, crop_size, C]. (TSM feeds 256-pixel crops to a
+    fully convolutional network; a Keras model has a fixed input size, so the crops cover the
+    whole short side at crop_size instead.)
+    """
+    tf = _tf()
+    resized = resize_short_side(clip, crop_size)  # [T, H', W', C], min(H', W') = crop_size
+    shape = tf.shape(resized)
+    height, width = shape[1], shape[2]
+    free_rows, free_columns = height - crop_size, width - crop_size
+    fractions = tf.constant([0, 1, 2], tf.int32)  # start, centre, end (halves of the free space)
+    tops = (free_rows * fractions) // 2
+    lefts = (free_columns * fractions) // 2
+    views = [
+        resized[:, tops[index] : tops[index] + crop_size, lefts[index] : lefts[index] + crop_size]
+        for index in range(3)
+    ]
+    return tf.ensure_shape(tf.stack(views), [3, None, crop_size, crop_size, None])
+
+
 # --- flip and normalisation ------------------------------------------------------------------
 
 

@@ -1,0 +1,1 @@
+"""Multi-view evaluation (DESIGN.md §6): protocols, per-video scores, fusion, metrics, reports."""

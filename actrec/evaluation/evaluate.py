@@ -1,0 +1,201 @@
+"""`actrec eval` as a library: evaluate a trained run under a protocol, and fuse streams.
+
+evaluate_run      run + prepared data + protocol -> scores, metrics, RUN/eval/SPLIT-PROTOCOL/
+load_evaluation   a saved evaluation (its scores.npz and results.json) as a stream to fuse
+fuse_evaluations  streams' scores -> weighted fusion, its metrics and files
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from actrec.errors import ConfigError, DatasetError
+from actrec.evaluation.metrics import Metrics, classification_metrics
+from actrec.evaluation.protocols import Protocol
+from actrec.evaluation.reports import RESULTS_FILE, write_evaluation
+from actrec.evaluation.scores import (
+    SCORES_FILE,
+    VideoScores,
+    compute_video_scores,
+    fuse_video_scores,
+    load_video_scores,
+)
+from actrec.progress import NullProgress, Progress
+
+EVAL_DIR = "eval"
+DEFAULT_VIEW_BATCH = 32
+MODALITY_WEIGHTS = {"rgb": 1.0, "flow": 1.5}  # TSN's RGB : flow fusion
+
+
+@dataclass
+class Evaluation:
+    """One stream's (or the fusion's) evaluation: its scores, metrics (None when the split
+    is unlabelled), the folder its files are in and what results.json says."""
+
+    name: str
+    scores: VideoScores
+    metrics: Metrics | None
+    out_dir: Path
+    results: dict
+    files: dict[str, Path] = field(default_factory=dict)
+
+    @property
+    def modality(self) -> str | None:
+        return self.results.get("modality")
+
+
+def default_eval_dir(run_dir: Path, split: str, protocol: Protocol) -> Path:
+    return Path(run_dir) / EVAL_DIR / f"{split}-{protocol.name}"
+
+
+def _check_data(run, info, data_dir: Path, split: str) -> int:
+    """The number of videos of `split`; DatasetError if the data does not fit the run."""
+    if tuple(info.classes) != tuple(run.classes):
+        raise DatasetError(
+            f"{data_dir} has {len(info.classes)} classes that are not the {run.num_classes} "
+            f"classes {run.run_dir} was trained on; give the --data it was trained on (or one "
+            "prepared from the same dataset)"
+        )
+    videos = info.num_videos.get(split, 0)
+    if not videos:
+        available = ", ".join(f"{name} ({count})" for name, count in info.num_videos.items())
+        raise DatasetError(
+            f"{data_dir} has no videos in split {split!r}; its splits: {available}; choose one "
+            "with --split"
+        )
+    return videos
+
+
+def evaluate_run(
+    run_dir: Path | str,
+    protocol: Protocol,
+    *,
+    data_dir: Path | str | None = None,
+    split: str = "test",
+    out_dir: Path | str | None = None,
+    view_batch: int = DEFAULT_VIEW_BATCH,
+    progress: Progress | None = None,
+) -> Evaluation:
+    """Evaluate the finished run in `run_dir` on `split` of the prepared data (default: the
+    data it was trained on) under `protocol`; writes the files of
+    actrec.evaluation.reports into out_dir (default RUN/eval/SPLIT-PROTOCOL).
+
+    view_batch: views per forward pass (memory is bounded by it, whatever the protocol).
+    """
+    from actrec.config import clip_spec
+    from actrec.data.pipeline import dataset_info
+    from actrec.data.views import ViewSpec, build_view_dataset
+    from actrec.trained_run import build_trained_model, load_trained_run, resolve_data_dir
+
+    started = time.monotonic()
+    progress = progress or NullProgress()
+    run = load_trained_run(run_dir)
+    data_dir = resolve_data_dir(run, data_dir)
+    num_videos = _check_data(run, dataset_info(data_dir), data_dir, split)
+    num_segments = protocol.num_segments or run.recipe.data.num_segments
+    clip = replace(clip_spec(run.recipe, training=False), num_segments=num_segments)
+    spec = ViewSpec(clip, protocol.num_clips, protocol.num_crops)
+    views = build_view_dataset(data_dir, split, spec, view_batch)
+    model = build_trained_model(run, num_segments)
+    progress.start(f"evaluating {run.name} ({protocol.name}, {split})", num_videos)
+    try:
+        scores = compute_video_scores(
+            model, views, num_videos, run.classes, spec.num_views, progress
+        )
+    finally:
+        progress.finish()
+    metrics = classification_metrics(scores) if scores.is_labelled else None
+    results = {
+        "name": run.name,
+        "run": str(Path(run_dir).resolve()),
+        "modality": run.modality,
+        "data": str(Path(data_dir).resolve()),
+        "split": split,
+        "protocol": protocol.name,
+        "protocol_description": protocol.description,
+        "num_segments": num_segments,
+        "num_clips": protocol.num_clips,
+        "num_crops": protocol.num_crops,
+        "views_per_video": spec.num_views,
+        "seconds": round(time.monotonic() - started, 3),
+    }
+    out_dir = (
+        Path(out_dir) if out_dir is not None else default_eval_dir(run.run_dir, split, protocol)
+    )
+    files = write_evaluation(out_dir, scores, metrics, results)
+    return Evaluation(run.name, scores, metrics, out_dir, results, files)
+
+
+def load_evaluation(path: Path | str) -> Evaluation:
+    """A saved evaluation: `path` is its folder or its scores.npz (results.json beside it
+    supplies the name and modality when present)."""
+    path = Path(path)
+    folder = path if path.is_dir() else path.parent
+    scores = load_video_scores(path)
+    results: dict = {}
+    try:
+        loaded = json.loads((folder / RESULTS_FILE).read_text(encoding="utf-8"))
+        results = loaded if isinstance(loaded, dict) else {}
+    except (OSError, ValueError):
+        pass
+    name = str(results.get("name") or folder.name)
+    metrics = classification_metrics(scores) if scores.is_labelled else None
+    return Evaluation(name, scores, metrics, folder, results)
+
+
+def fusion_weights(streams: Sequence[Evaluation], weights: Sequence[float] | None) -> tuple:
+    """`weights` as given, else TSN's 1 (RGB) : 1.5 (flow) by each stream's modality, else
+    equal weights (modality unknown)."""
+    if weights is not None:
+        if len(weights) != len(streams):
+            raise ConfigError(
+                f"--weights gives {len(weights)} numbers for {len(streams)} streams; give one "
+                "per stream, in the order of --fuse (e.g. --weights 1,1.5)"
+            )
+        return tuple(float(weight) for weight in weights)
+    modalities = [stream.modality for stream in streams]
+    if all(modality in MODALITY_WEIGHTS for modality in modalities):
+        return tuple(MODALITY_WEIGHTS[modality] for modality in modalities)
+    return (1.0,) * len(streams)
+
+
+def fuse_evaluations(
+    streams: Sequence[Evaluation],
+    weights: Sequence[float] | None = None,
+    out_dir: Path | str | None = None,
+) -> Evaluation:
+    """The weighted fusion of the streams' scores, its metrics, and its files in out_dir
+    (default: beside the first stream's folder, named fused-NAME1-NAME2)."""
+    if len(streams) < 2:
+        raise ConfigError("fusion needs at least two streams; give --fuse A B")
+    names = [stream.name for stream in streams]
+    weights = fusion_weights(streams, weights)
+    scores = fuse_video_scores([stream.scores for stream in streams], weights, names)
+    metrics = classification_metrics(scores) if scores.is_labelled else None
+    first = streams[0].results
+    results = {
+        "name": "fused",
+        "streams": [
+            {
+                "name": stream.name,
+                "modality": stream.modality,
+                "weight": weight,
+                "scores": str(stream.out_dir / SCORES_FILE),
+            }
+            for stream, weight in zip(streams, weights, strict=True)
+        ],
+        "weights": list(weights),
+        "modality": "+".join(str(stream.modality or "?") for stream in streams),
+        "split": first.get("split"),
+        "protocol": first.get("protocol"),
+        "views_per_video": first.get("views_per_video"),
+    }
+    if out_dir is None:
+        out_dir = streams[0].out_dir.parent / f"fused-{'-'.join(names)}"
+    out_dir = Path(out_dir)
+    files = write_evaluation(out_dir, scores, metrics, results)
+    return Evaluation("fused", scores, metrics, out_dir, results, files)

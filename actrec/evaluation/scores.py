@@ -1,0 +1,174 @@
+"""Per-video softmax scores: computed over streamed views, saved, loaded and fused.
+
+A scores file (`scores.npz`) holds video_ids string [N], labels int [N] (-1 unlabelled),
+scores float64 [N, K] (softmax averaged over the views), classes string [K] and
+num_views int [N]; it is what `actrec eval --fuse` combines without re-running models.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from actrec.atomic import write_bytes_atomic
+from actrec.errors import ConfigError, DatasetError
+from actrec.progress import NullProgress, Progress
+
+SCORES_FILE = "scores.npz"
+
+
+@dataclass(frozen=True)
+class VideoScores:
+    """Softmax scores of N videos over K classes; row i is video_ids[i]."""
+
+    video_ids: tuple[str, ...]
+    labels: np.ndarray  # int64 [N]
+    scores: np.ndarray  # float64 [N, K]
+    classes: tuple[str, ...]
+    num_views: np.ndarray  # int64 [N]
+
+    @property
+    def predictions(self) -> np.ndarray:
+        """int64 [N]: the top-1 class of every video."""
+        return np.argmax(self.scores, axis=1)
+
+    @property
+    def is_labelled(self) -> bool:
+        return bool(len(self.labels)) and bool(np.all(self.labels >= 0))
+
+
+def compute_video_scores(
+    model,
+    views,
+    num_videos: int,
+    classes: Sequence[str],
+    views_per_video: int,
+    progress: Progress | None = None,
+) -> VideoScores:
+    """Average softmax(model(view)) over every view of every video.
+
+    views: batches (views [B, T, crop, crop, C], labels [B], positions [B], video_ids [B])
+        from `actrec.data.views.build_view_dataset`.
+    num_videos: N, the videos of the split (positions are 0 .. N-1).
+    views_per_video: V; every video must get exactly V views. Progress counts videos done.
+    """
+    import tensorflow as tf
+
+    progress = progress or NullProgress()
+    num_classes = len(classes)
+
+    @tf.function(reduce_retracing=True)
+    def probabilities(batch):
+        return tf.nn.softmax(tf.cast(model(batch, training=False), tf.float32), axis=-1)
+
+    sums = np.zeros((num_videos, num_classes), np.float64)
+    counts = np.zeros(num_videos, np.int64)
+    labels = np.full(num_videos, -1, np.int64)
+    video_ids = [""] * num_videos
+    done = 0
+    for batch, batch_labels, positions, ids in views:
+        positions = positions.numpy()
+        if positions.max(initial=-1) >= num_videos:
+            raise DatasetError(
+                f"the split has more records than its manifest's {num_videos} videos; run "
+                "`actrec inspect` on the prepared folder"
+            )
+        output = probabilities(batch).numpy()  # [B, K]
+        np.add.at(sums, positions, output)
+        np.add.at(counts, positions, 1)
+        labels[positions] = batch_labels.numpy()
+        for position, video_id in zip(positions, ids.numpy(), strict=True):
+            video_ids[position] = video_id.decode("utf-8")
+        finished = int(np.count_nonzero(counts == views_per_video))
+        progress.advance(finished - done, views=len(positions))
+        done = finished
+    if not np.all(counts == views_per_video):
+        raise DatasetError(
+            f"{int(np.count_nonzero(counts != views_per_video))} of the split's {num_videos} "
+            f"videos did not get their {views_per_video} views; run `actrec inspect` on the "
+            "prepared folder"
+        )
+    return VideoScores(
+        video_ids=tuple(video_ids),
+        labels=labels,
+        scores=sums / counts[:, None],
+        classes=tuple(classes),
+        num_views=counts,
+    )
+
+
+def save_video_scores(scores: VideoScores, path: Path) -> None:
+    """Write `scores` to `path` (.npz) atomically."""
+    buffer = io.BytesIO()
+    np.savez(
+        buffer,
+        video_ids=np.array(scores.video_ids, dtype=str),
+        labels=scores.labels,
+        scores=scores.scores,
+        classes=np.array(scores.classes, dtype=str),
+        num_views=scores.num_views,
+    )
+    write_bytes_atomic(path, buffer.getvalue())
+
+
+def load_video_scores(path: Path | str) -> VideoScores:
+    """The scores saved at `path` (a scores.npz, or a folder holding one)."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / SCORES_FILE
+    try:
+        with np.load(path, allow_pickle=False) as content:
+            return VideoScores(
+                video_ids=tuple(str(video) for video in content["video_ids"]),
+                labels=content["labels"].astype(np.int64),
+                scores=content["scores"].astype(np.float64),
+                classes=tuple(str(name) for name in content["classes"]),
+                num_views=content["num_views"].astype(np.int64),
+            )
+    except (OSError, ValueError, KeyError) as error:
+        raise ConfigError(
+            f"{path}: not a scores file written by `actrec eval` ({error}); give a "
+            f"{SCORES_FILE} or the eval folder holding it"
+        ) from None
+
+
+def fuse_video_scores(
+    streams: Sequence[VideoScores], weights: Sequence[float], names: Sequence[str]
+) -> VideoScores:
+    """The weighted average of the streams' scores, video by video (matched by id).
+
+    Every stream must cover the same videos with the same classes and labels; the rows
+    follow the first stream's order.
+    """
+    from actrec.models.fusion import fuse_scores
+
+    first = streams[0]
+    aligned = [first.scores]
+    for stream, name in zip(streams[1:], names[1:], strict=True):
+        if stream.classes != first.classes:
+            raise ConfigError(
+                f"cannot fuse {names[0]} and {name}: their classes differ; fuse runs trained "
+                "on the same dataset"
+            )
+        if set(stream.video_ids) != set(first.video_ids):
+            missing = sorted(set(first.video_ids) ^ set(stream.video_ids))[:3]
+            raise ConfigError(
+                f"cannot fuse {names[0]} and {name}: they scored different videos (e.g. "
+                f"{', '.join(missing)}); evaluate both on the same data and split"
+            )
+        row_of = {video: row for row, video in enumerate(stream.video_ids)}
+        order = np.array([row_of[video] for video in first.video_ids], np.int64)
+        if not np.array_equal(stream.labels[order], first.labels):
+            raise ConfigError(f"cannot fuse {names[0]} and {name}: their labels differ")
+        aligned.append(stream.scores[order])
+    return VideoScores(
+        video_ids=first.video_ids,
+        labels=first.labels,
+        scores=fuse_scores(aligned, weights),
+        classes=first.classes,
+        num_views=first.num_views,
+    )

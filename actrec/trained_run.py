@@ -1,0 +1,149 @@
+"""A finished training run, read back from its run directory for evaluation and export.
+
+    RUN/recipe.yaml        -> the recipe (model and clip settings)
+    RUN/run.json           -> the classes and the prepared data folder it was trained on
+    RUN/final.weights.h5   -> the trained weights
+
+The weights of a segment model do not depend on its number of segments, so the model can
+be rebuilt with another T (TSN's 25-frame test) and given the same weights.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from actrec.errors import ConfigError, DatasetError
+from actrec.train.run import FINAL_WEIGHTS_FILE, RECIPE_FILE, RUN_FILE
+
+
+@dataclass(frozen=True)
+class TrainedRun:
+    """What a finished run directory holds.
+
+    recipe: the resolved actrec.config.Recipe the run trained with.
+    classes: class names, index = label.
+    data_dir: the prepared folder it was trained on (as recorded; may have moved).
+    prepare_settings: that folder's preparation settings (frame_size, flow, fps...), {}
+        when the folder is no longer there.
+    """
+
+    run_dir: Path
+    recipe: object
+    classes: tuple[str, ...]
+    data_dir: Path | None
+    prepare_settings: dict
+    weights_path: Path
+    record: dict
+
+    @property
+    def modality(self) -> str:
+        return self.recipe.data.modality
+
+    @property
+    def num_classes(self) -> int:
+        return len(self.classes)
+
+    @property
+    def name(self) -> str:
+        return self.run_dir.name
+
+
+def _read_run_record(run_dir: Path) -> dict:
+    path = run_dir / RUN_FILE
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise ConfigError(f"{path}: cannot read the run record ({error})") from None
+    if not isinstance(record, dict) or not isinstance(record.get("classes"), list):
+        raise ConfigError(f"{path}: the run record has no class list; is this an actrec run?")
+    return record
+
+
+def _prepare_settings(data_dir: Path | None) -> dict:
+    if data_dir is None:
+        return {}
+    try:
+        manifest = json.loads((data_dir / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    settings = manifest.get("settings", {})
+    return settings if isinstance(settings, dict) else {}
+
+
+def load_trained_run(run_dir: Path | str) -> TrainedRun:
+    """The finished run in `run_dir`; ConfigError naming the file and the fix otherwise."""
+    from actrec.config import load_recipe
+
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise ConfigError(
+            f"{run_dir} is not a run directory; give the --workdir of a finished `actrec train`"
+        )
+    if not (run_dir / RECIPE_FILE).is_file() or not (run_dir / RUN_FILE).is_file():
+        raise ConfigError(
+            f"{run_dir} has no {RECIPE_FILE} / {RUN_FILE}: it is not an actrec run directory; "
+            "give the --workdir of `actrec train`"
+        )
+    record = _read_run_record(run_dir)
+    weights_path = run_dir / FINAL_WEIGHTS_FILE
+    if not weights_path.is_file():
+        raise ConfigError(
+            f"{run_dir} has no {FINAL_WEIGHTS_FILE}: its training has not finished (status "
+            f"{record.get('status', 'unknown')!r}); finish it with `actrec train --workdir "
+            f"{run_dir} --data DATA --resume`"
+        )
+    data = record.get("data")
+    data_dir = Path(data) if isinstance(data, str) else None
+    return TrainedRun(
+        run_dir=run_dir,
+        recipe=load_recipe(run_dir / RECIPE_FILE),
+        classes=tuple(str(name) for name in record["classes"]),
+        data_dir=data_dir,
+        prepare_settings=_prepare_settings(data_dir),
+        weights_path=weights_path,
+        record=record,
+    )
+
+
+def resolve_data_dir(run: TrainedRun, data_dir: Path | str | None) -> Path:
+    """`data_dir`, or the prepared folder the run trained on; DatasetError if neither exists."""
+    if data_dir is not None:
+        return Path(data_dir)
+    if run.data_dir is not None and (run.data_dir / "manifest.json").is_file():
+        return run.data_dir
+    raise DatasetError(
+        f"the data {run.run_dir} was trained on ({run.data_dir}) is no longer there; give "
+        "--data PREPARED (a folder written by `actrec prepare`)"
+    )
+
+
+def build_trained_model(run: TrainedRun, num_segments: int | None = None):
+    """The run's keras.Model with its trained weights, for T = `num_segments` (default the
+    recipe's): frames [B, T, crop, crop, C] in the stored 0-255 scale -> logits [B, K]."""
+    from actrec.train.run import _model_builder
+
+    recipe = run.recipe
+    if num_segments is not None and num_segments != recipe.data.num_segments:
+        from dataclasses import replace
+
+        recipe = replace(recipe, data=replace(recipe.data, num_segments=num_segments))
+    recipe = _without_pretrained_weights(recipe)
+    model = _model_builder(recipe, run.num_classes)()
+    try:
+        model.load_weights(str(run.weights_path))
+    except (ValueError, OSError) as error:
+        raise ConfigError(
+            f"{run.weights_path}: cannot load the trained weights into the model of "
+            f"{run.run_dir / RECIPE_FILE} ({error}); was the recipe edited after training?"
+        ) from None
+    return model
+
+
+def _without_pretrained_weights(recipe):
+    """The recipe with model.weights 'none': the trained weights replace any ImageNet
+    initialisation, so rebuilding must not need the pretrained file."""
+    from dataclasses import replace
+
+    return replace(recipe, model=replace(recipe.model, weights="none"))

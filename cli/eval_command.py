@@ -1,0 +1,162 @@
+"""`actrec eval`: evaluate trained runs under a test protocol, and fuse streams."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+from actrec_cli.console import RichProgress, console, import_tensorflow_quietly
+from rich.table import Table
+
+from actrec.evaluation.protocols import DEFAULT_PROTOCOL, PROTOCOLS
+
+PROTOCOL_HELP = "; ".join(f"{name}: {protocol.description}" for name, protocol in PROTOCOLS.items())
+
+
+def _parse_weights(context, parameter, value: str | None):
+    if value is None:
+        return None
+    try:
+        weights = tuple(float(part) for part in value.split(","))
+    except ValueError:
+        raise click.BadParameter(
+            f"{value!r}: give comma-separated numbers, one per stream, e.g. 1,1.5"
+        ) from None
+    return weights
+
+
+def _is_run_directory(path: Path) -> bool:
+    from actrec.train.run import RECIPE_FILE
+
+    return path.is_dir() and (path / RECIPE_FILE).is_file()
+
+
+def _stream(source: Path, protocol, options: dict):
+    """A run directory is evaluated; an eval folder or scores.npz is loaded as saved."""
+    from actrec.errors import ConfigError
+    from actrec.evaluation.evaluate import evaluate_run, load_evaluation
+    from actrec.evaluation.scores import SCORES_FILE
+
+    if _is_run_directory(source):
+        return evaluate_run(source, protocol, progress=RichProgress("videos"), **options)
+    if source.is_file() or (source / SCORES_FILE).is_file():
+        return load_evaluation(source)
+    raise ConfigError(
+        f"{source} is neither a run directory (the --workdir of `actrec train`) nor saved "
+        f"scores (an eval folder or its {SCORES_FILE})"
+    )
+
+
+def _percent(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.2f}"
+
+
+def _summary_table(evaluations, title: str) -> Table:
+    table = Table(title=title)
+    for column in ("stream", "modality", "top-1 %", "top-5 %", "mean class %", "videos", "views"):
+        table.add_column(column, justify="left" if column in ("stream", "modality") else "right")
+    for evaluation in evaluations:
+        metrics = evaluation.metrics
+        views = evaluation.results.get("views_per_video")
+        table.add_row(
+            evaluation.name,
+            evaluation.modality or "-",
+            _percent(metrics.top1 if metrics else None),
+            _percent(metrics.top5 if metrics else None),
+            _percent(metrics.mean_class_accuracy if metrics else None),
+            str(len(evaluation.scores.video_ids)),
+            "-" if views is None else str(views),
+        )
+    return table
+
+
+@click.command(name="eval")
+@click.argument("run_dir", required=False, type=click.Path(path_type=Path))
+@click.option(
+    "--data",
+    "data_dir",
+    type=click.Path(path_type=Path),
+    help="Prepared data folder [default: the one the run was trained on].",
+)
+@click.option("--split", default="test", show_default=True, help="Split to evaluate.")
+@click.option(
+    "--protocol",
+    "protocol_name",
+    type=click.Choice(list(PROTOCOLS)),
+    default=DEFAULT_PROTOCOL,
+    show_default=True,
+    help=f"Test protocol. {PROTOCOL_HELP}.",
+)
+@click.option("--segments", type=click.IntRange(min=1), help="Override the protocol's segments.")
+@click.option("--clips", type=click.IntRange(min=1), help="Override the protocol's clips.")
+@click.option("--crops", type=click.Choice(["1", "3", "10"]), help="Override the protocol's crops.")
+@click.option(
+    "--fuse",
+    nargs=2,
+    type=click.Path(path_type=Path),
+    metavar="RGB FLOW",
+    help="Evaluate two streams and their fusion: each a run directory, or the saved scores "
+    "of an earlier evaluation (its folder or scores.npz).",
+)
+@click.option(
+    "--weights",
+    callback=_parse_weights,
+    metavar="W1,W2",
+    help="Fusion weights in the order of --fuse [default: RGB 1, flow 1.5].",
+)
+@click.option(
+    "--batch-size",
+    "view_batch",
+    type=click.IntRange(min=1),
+    default=32,
+    show_default=True,
+    help="Views per forward pass (bounds memory whatever the protocol).",
+)
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(path_type=Path),
+    help="Folder for the results [default: RUN/eval/SPLIT-PROTOCOL; for --fuse, "
+    "fused-A-B beside the first stream's].",
+)
+def eval_command(
+    run_dir,
+    data_dir,
+    split,
+    protocol_name,
+    segments,
+    clips,
+    crops,
+    fuse,
+    weights,
+    view_batch,
+    out_dir,
+):
+    """Evaluate RUN (or --fuse two streams) under a test protocol: top-1, top-5 and mean class
+    accuracy, per-class CSV, confusion matrix PNG and per-video scores."""
+    from actrec.errors import ConfigError
+    from actrec.evaluation.evaluate import evaluate_run, fuse_evaluations
+    from actrec.evaluation.protocols import resolve_protocol
+
+    if (run_dir is None) == (not fuse):
+        raise ConfigError("give either RUN, or --fuse RGB FLOW (two runs or saved scores)")
+    if weights is not None and not fuse:
+        raise ConfigError("--weights applies to --fuse; give --fuse RGB FLOW as well")
+    protocol = resolve_protocol(protocol_name, segments, clips, int(crops) if crops else None)
+    import_tensorflow_quietly()
+    options = {"data_dir": data_dir, "split": split, "view_batch": view_batch}
+    if fuse:
+        streams = [_stream(source, protocol, options) for source in fuse]
+        evaluations = [*streams, fuse_evaluations(streams, weights, out_dir)]
+    else:
+        evaluations = [
+            evaluate_run(
+                run_dir, protocol, out_dir=out_dir, progress=RichProgress("videos"), **options
+            )
+        ]
+    title = f"{protocol.name} on {evaluations[0].results.get('split', split)}"
+    console().print(_summary_table(evaluations, title))
+    if evaluations[-1].metrics is None:
+        console().print("the split is unlabelled: scores saved, no accuracy")
+    for evaluation in evaluations:
+        console().print(f"{evaluation.name}: {evaluation.out_dir}", soft_wrap=True)
