@@ -6,23 +6,12 @@ from pathlib import Path
 
 import click
 from actrec_cli.console import RichProgress, console, import_tensorflow_quietly
+from actrec_cli.options import parse_fusion_weights
 from rich.table import Table
 
 from actrec.evaluation.protocols import DEFAULT_PROTOCOL, PROTOCOLS
 
 PROTOCOL_HELP = "; ".join(f"{name}: {protocol.description}" for name, protocol in PROTOCOLS.items())
-
-
-def _parse_weights(context, parameter, value: str | None):
-    if value is None:
-        return None
-    try:
-        weights = tuple(float(part) for part in value.split(","))
-    except ValueError:
-        raise click.BadParameter(
-            f"{value!r}: give comma-separated numbers, one per stream, e.g. 1,1.5"
-        ) from None
-    return weights
 
 
 def _is_run_directory(path: Path) -> bool:
@@ -100,7 +89,7 @@ def _summary_table(evaluations, title: str) -> Table:
 )
 @click.option(
     "--weights",
-    callback=_parse_weights,
+    callback=parse_fusion_weights,
     metavar="W1,W2",
     help="Fusion weights in the order of --fuse [default: RGB 1, flow 1.5].",
 )

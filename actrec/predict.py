@@ -1,0 +1,198 @@
+"""Predict the action in video files with an exported model (DESIGN.md §6).
+
+    VIDEO -> decode, resize, resample, optical flow, JPEG round trip   exactly as
+             `actrec prepare` made the training records (actrec.data.encode_video)
+          -> all frames uint8 [1, F, H, W, 3] (+ quantised flow [1, F-1, H, W, 2])
+          -> the export's serving signature (sampling, crop, model, softmax inside)
+          -> the top-k classes
+
+A video goes through the preparation code path itself (one record, decoded back), so the
+model sees what it saw in training and evaluation: the same frame size, frame rate, flow
+method, flow quantisation and JPEG compression. The whole video is held in memory at the
+prepared frame size while it is predicted.
+
+A video that cannot be used (missing, not a video, corrupt, too short for flow) gives a
+VideoPrediction with `error` set; the others are still predicted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from actrec.errors import ConfigError, VideoReadError
+from actrec.export_files import SIGNATURE_NAME, read_export_metadata
+from actrec.progress import NullProgress, Progress
+
+DEFAULT_TOP_K = 5
+
+
+@dataclass(frozen=True)
+class VideoPrediction:
+    """The prediction for one video: `top_k` (class, probability) pairs, most probable
+    first, or `error` (why the video could not be used) and no classes."""
+
+    video: str
+    top_k: tuple[tuple[str, float], ...] = ()
+    error: str | None = None
+    probabilities: np.ndarray | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    def to_dict(self) -> dict:
+        """{"video", "top_k": [{"class", "probability"}], "error"} (JSON-ready)."""
+        return {
+            "video": self.video,
+            "top_k": [{"class": name, "probability": value} for name, value in self.top_k],
+            "error": self.error,
+        }
+
+
+def record_inputs(serialized: bytes, with_rgb: bool = True, with_flow: bool = True) -> dict:
+    """Every frame of one prepared record, decoded: {"frames": uint8 [F, H, W, 3],
+    "flow": uint8 [F-1, H, W, 2] (quantised, 128 = no motion)} (the keys asked for)."""
+    import tensorflow as tf
+
+    from actrec.data import shards
+
+    parsed = shards.parse_video_record(serialized, with_flow=with_flow)
+    num_frames = tf.cast(parsed["num_frames"], tf.int32)
+    inputs = {}
+    if with_rgb:
+        inputs["frames"] = shards.decode_rgb_frames(parsed["rgb"], tf.range(num_frames)).numpy()
+    if with_flow:
+        indices = tf.range(num_frames - 1)
+        inputs["flow"] = shards.decode_flow_frames(
+            parsed["flow_x"], parsed["flow_y"], indices
+        ).numpy()
+    return inputs
+
+
+class ExportedModel:
+    """An `actrec export` SavedModel folder, loaded once: its description (actrec.json) and
+    serving signature."""
+
+    def __init__(self, model_dir: Path | str):
+        from actrec.data.encode_video import PrepareSettings
+        from actrec.data.flow import available_flow_methods
+
+        self.model_dir = Path(model_dir)
+        self.metadata = read_export_metadata(self.model_dir)
+        if self.metadata.get("model_format") != "savedmodel":
+            raise ConfigError(
+                f"{self.model_dir} holds a Keras export (--format keras), which takes ready "
+                "clips; `actrec predict` needs the default SavedModel export: run `actrec "
+                "export RUN --out NEW_FOLDER`"
+            )
+        self.classes = tuple(self.metadata["classes"])
+        self.input_names = tuple(self.metadata["inputs"])  # "frames" and / or "flow"
+        preparation = self.metadata.get("preparation", {})
+        needs_flow = "flow" in self.input_names
+        flow_method = preparation.get("flow", "none") if needs_flow else "none"
+        if needs_flow and flow_method not in available_flow_methods():
+            raise ConfigError(
+                f"{self.model_dir} was trained on {flow_method!r} optical flow, which this "
+                f"OpenCV build cannot compute (it has {', '.join(available_flow_methods())}); "
+                "install opencv-contrib-python-headless for tvl1"
+            )
+        defaults = PrepareSettings()
+        self.settings = PrepareSettings(
+            frame_size=str(preparation.get("frame_size", defaults.frame_size)),
+            fps=preparation.get("fps"),
+            flow=flow_method,
+            jpeg_quality=int(preparation.get("jpeg_quality", defaults.jpeg_quality)),
+            min_frames=2 if needs_flow else 1,
+        )
+        self._signature = self._load_signature()
+
+    def _load_signature(self):
+        import tensorflow as tf
+
+        try:
+            loaded = tf.saved_model.load(str(self.model_dir))
+        except (OSError, ValueError, tf.errors.OpError) as error:
+            raise ConfigError(
+                f"{self.model_dir}: cannot load the SavedModel ({type(error).__name__}: "
+                f"{str(error).splitlines()[0]}); export the model again"
+            ) from None
+        self._loaded = loaded  # keeps the signature's variables alive
+        if SIGNATURE_NAME not in loaded.signatures:
+            raise ConfigError(
+                f"{self.model_dir}: the SavedModel has no {SIGNATURE_NAME!r} signature; export "
+                "the model again with `actrec export`"
+            )
+        return loaded.signatures[SIGNATURE_NAME]
+
+    def video_inputs(self, path: Path | str) -> dict:
+        """The signature inputs of one video (batch of 1); VideoReadError when it cannot
+        be used."""
+        from actrec.data.encode_video import VideoTask, encode_video
+
+        path = Path(path)
+        task = VideoTask(0, path.stem, str(path), -1, "", "predict")
+        result = encode_video(task, self.settings)
+        if result.record is None:
+            detail = result.detail
+            if result.reason == "too-short":
+                detail = (
+                    f"{result.num_frames} frame decoded; the flow stream needs at least 2"
+                    if "flow" in self.input_names
+                    else "no frame decoded"
+                )
+            raise VideoReadError(path, result.reason, detail)
+        inputs = record_inputs(
+            result.record, "frames" in self.input_names, "flow" in self.input_names
+        )
+        return {name: array[None] for name, array in inputs.items()}  # [1, ...]
+
+    def probabilities(self, inputs: dict) -> np.ndarray:
+        """Class probabilities [N, K] of signature inputs (uint8 arrays by name)."""
+        import tensorflow as tf
+
+        outputs = self._signature(**{name: tf.constant(inputs[name]) for name in self.input_names})
+        return outputs["probabilities"].numpy()
+
+    def predict_video(self, path: Path | str, top_k: int = DEFAULT_TOP_K) -> VideoPrediction:
+        """The top-k classes of one video, or a prediction with `error` set."""
+        import tensorflow as tf
+
+        try:
+            probabilities = self.probabilities(self.video_inputs(path))[0]  # [K]
+        except VideoReadError as error:
+            return VideoPrediction(str(path), error=error.detail)
+        except tf.errors.InvalidArgumentError as error:
+            return VideoPrediction(str(path), error=f"the model rejected it: {error.message}")
+        order = np.argsort(-probabilities, kind="stable")[: min(top_k, len(self.classes))]
+        return VideoPrediction(
+            str(path),
+            tuple((self.classes[index], float(probabilities[index])) for index in order),
+            probabilities=probabilities,
+        )
+
+
+def predict_videos(
+    videos: Sequence[Path | str],
+    model_dir: Path | str,
+    top_k: int = DEFAULT_TOP_K,
+    progress: Progress | None = None,
+) -> list[VideoPrediction]:
+    """One VideoPrediction per video, in order; a video that cannot be used has `error`
+    set and does not stop the others. ConfigError when the model folder is not usable."""
+    if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
+        raise ConfigError(f"top-k {top_k!r} is not valid; use a whole number >= 1")
+    progress = progress or NullProgress()
+    model = ExportedModel(model_dir)
+    results = []
+    progress.start("predict", len(videos))
+    try:
+        for video in videos:
+            results.append(model.predict_video(video, top_k))
+            progress.advance(1)
+    finally:
+        progress.finish()
+    return results

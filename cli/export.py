@@ -1,0 +1,84 @@
+"""`actrec export`: a trained run (or an RGB and a flow run, fused) as a deployable model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+from actrec_cli.console import RichProgress, console, import_tensorflow_quietly
+from actrec_cli.options import parse_fusion_weights
+
+
+@click.command()
+@click.argument("run_dir", type=click.Path(path_type=Path))
+@click.option(
+    "--fuse",
+    "other_run",
+    type=click.Path(path_type=Path),
+    help="A second run to fuse with RUN_DIR: one RGB and one flow run, in either order.",
+)
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(path_type=Path),
+    required=True,
+    help="Folder for the exported model (must not exist, or be empty).",
+)
+@click.option(
+    "--weights",
+    callback=parse_fusion_weights,
+    default="1,1.5",
+    show_default=True,
+    metavar="RGB,FLOW",
+    help="Two-stream fusion weights of the softmax scores.",
+)
+@click.option(
+    "--top-k",
+    type=click.IntRange(min=1),
+    default=5,
+    show_default=True,
+    help="Classes in the top-k outputs (at most the number of classes).",
+)
+@click.option(
+    "--format",
+    "model_format",
+    type=click.Choice(["savedmodel", "keras"]),
+    default="savedmodel",
+    show_default=True,
+    help="savedmodel: decoded video in, preprocessing inside, TensorFlow only to load; "
+    "keras: model.keras on ready clips, loaded with actrec.",
+)
+@click.option(
+    "--data",
+    "data_dir",
+    type=click.Path(path_type=Path),
+    help="The prepared data the run(s) trained on, if it has moved (its preparation "
+    "settings are recorded for `actrec predict`).",
+)
+@click.option("--overwrite", is_flag=True, help="Replace an earlier export in --out.")
+def export(run_dir, other_run, out_dir, weights, top_k, model_format, data_dir, overwrite):
+    """Export RUN_DIR (a finished `actrec train` --workdir) as a TensorFlow SavedModel that
+    takes decoded uint8 frames (and flow) of any size and returns class probabilities and
+    the top-k class names, with actrec.json, classes.txt, the recipe and MODEL_CARD.md."""
+    import_tensorflow_quietly()
+    from actrec.export import export_runs
+
+    runs = [run_dir] if other_run is None else [run_dir, other_run]
+    summary = export_runs(
+        runs,
+        out_dir,
+        model_format=model_format,
+        fusion_weights=weights,
+        top_k=top_k,
+        overwrite=overwrite,
+        data_dir=data_dir,
+        progress=RichProgress("steps"),
+    )
+    kind = "two-stream" if len(summary.modalities) == 2 else summary.modalities[0]
+    console().print(
+        f"exported {kind} model ({len(summary.classes)} classes, {summary.model_format}) to "
+        f"{summary.out_dir} in {summary.seconds:.0f} s; reloaded model matches within "
+        f"{summary.reload_difference:.1e}",
+        soft_wrap=True,
+        highlight=False,
+    )
