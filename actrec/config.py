@@ -38,7 +38,7 @@ import typing
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 
@@ -62,6 +62,9 @@ COMMUNICATIONS = ("auto", "ring", "nccl")
 NAMED_WEIGHTS = ("imagenet", "none")
 VALIDATION_SPLIT_AUTO = "auto"
 VALIDATION_SPLIT_NONE = "none"
+AUTO = "auto"
+"""train.batch_size / train.max_per_replica_batch: chosen by probing memory and throughput
+(actrec.train.memory) when the run starts."""
 SECTIONS = ("data", "model", "train", "runtime")
 TEXT_KEYS = ("name", "description", "reference")
 RECIPE_SUFFIXES = (".yaml", ".yml")
@@ -118,6 +121,9 @@ class ModelConfig:
     batch_norm_momentum: momentum of every BatchNorm's moving statistics; None keeps the
         backbone's own (0.99, MobileNetV2 0.999: right for fine-tuning ImageNet weights, too
         slow for a few hundred steps from scratch, where 0.9 lets evaluation statistics settle).
+    remat: rematerialise the backbone's blocks (actrec.models.remat): their activations are
+        recomputed in the backward pass instead of kept; less memory, more compute, the same
+        values, gradients and weights.
     """
 
     architecture: str = "tsn"
@@ -129,6 +135,7 @@ class ModelConfig:
     shift_placement: str = "blockres"
     input_size: int | None = None
     batch_norm_momentum: float | None = None
+    remat: bool = False
 
 
 @dataclass(frozen=True)
@@ -149,11 +156,18 @@ class TrainConfig:
         local steps, then parameters averaged; adam_state says what happens to Adam's moments).
     accumulation_steps / max_per_replica_batch: gradient accumulation over micro-batches when
         a replica's share of the global batch is more than it can hold.
+    batch_size / max_per_replica_batch may be "auto" (actrec.train.memory): the largest
+        per-replica batch that fits the memory budget and runs fastest is probed when the run
+        starts. batch_size=auto: the starting global batch is that batch times the replicas
+        (lr_reference_batch is then required unless lr_coupling is constant) and it is also
+        the limit above which accumulation makes up the share; max_per_replica_batch=auto:
+        the global schedule stays, the probed batch is the accumulation limit. The run
+        directory's recipe.yaml holds the numbers chosen, which a resumed run reuses.
     clip_norm: global gradient norm clip (TSN / TSM: 20); None disables it.
     """
 
     epochs: int = 80
-    batch_size: int = 32
+    batch_size: int | Literal["auto"] = 32
     batch_growth: float = 1.0
     batch_growth_every: int = 0
     max_batch_size: int | None = None
@@ -175,7 +189,7 @@ class TrainConfig:
     adam_state: str = "average"
     mixed_precision: str = "none"
     accumulation_steps: int = 1
-    max_per_replica_batch: int | None = None
+    max_per_replica_batch: int | Literal["auto"] | None = None
 
 
 @dataclass(frozen=True)
@@ -258,6 +272,8 @@ def _type_name(annotation: Any) -> str:
         return {int: "a list of whole numbers", float: "a list of numbers"}.get(
             element, f"a list of {_type_name(element)}"
         )
+    if origin is Literal:
+        return " or ".join(repr(value) for value in typing.get_args(annotation))
     if origin in (typing.Union, types.UnionType):
         return " or ".join(_type_name(argument) for argument in typing.get_args(annotation))
     return str(annotation)
@@ -282,6 +298,10 @@ def _coerce(value: Any, annotation: Any) -> Any:
                 return _coerce(value, argument)
             except _MismatchError:
                 continue
+        raise _MismatchError
+    if origin is Literal:
+        if isinstance(value, str) and value in typing.get_args(annotation):
+            return value
         raise _MismatchError
     if origin is tuple:
         if not isinstance(value, list | tuple):
@@ -696,8 +716,21 @@ def _validate_model(model: ModelConfig, data: DataConfig) -> None:
 
 
 def _validate_train(train: TrainConfig) -> None:
-    for key in ("epochs", "batch_size", "kavg_steps", "accumulation_steps"):
+    for key in ("epochs", "kavg_steps", "accumulation_steps"):
         _require_at_least("train", train, key, 1)
+    auto_batch = train.batch_size == AUTO
+    if not auto_batch:
+        _require_at_least("train", train, "batch_size", 1)
+    elif train.lr_coupling != "constant" and train.lr_reference_batch is None:
+        raise _invalid(
+            "train",
+            "batch_size",
+            AUTO,
+            f"with train.lr_coupling={train.lr_coupling} the learning rate follows the batch "
+            "that auto chooses, relative to train.lr_reference_batch: set it to the global "
+            f"batch train.lr={train.lr:g} was tuned for (`actrec train --batch-size auto` "
+            "sets it to the recipe's batch size), or use train.lr_coupling=constant",
+        )
     _require_at_least("train", train, "batch_growth", 1.0)
     _require_at_least("train", train, "batch_growth_every", 0)
     if train.batch_growth > 1 and train.batch_growth_every == 0:
@@ -708,7 +741,11 @@ def _validate_train(train: TrainConfig) -> None:
             f"train.batch_growth={train.batch_growth} needs the epochs between growths "
             "(e.g. 10), or set train.batch_growth=1 for a constant batch",
         )
-    if train.max_batch_size is not None and train.max_batch_size < train.batch_size:
+    if (
+        train.max_batch_size is not None
+        and not auto_batch
+        and train.max_batch_size < train.batch_size
+    ):
         raise _invalid(
             "train",
             "max_batch_size",
@@ -752,7 +789,8 @@ def _validate_train(train: TrainConfig) -> None:
     _require_choice("train", train, "sync", SYNCS)
     _require_choice("train", train, "adam_state", ADAM_STATES)
     _require_choice("train", train, "mixed_precision", MIXED_PRECISIONS)
-    _require_at_least("train", train, "max_per_replica_batch", 1, optional=True)
+    if train.max_per_replica_batch != AUTO:
+        _require_at_least("train", train, "max_per_replica_batch", 1, optional=True)
 
 
 def _validate_runtime(runtime: RuntimeConfig) -> None:

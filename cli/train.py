@@ -52,12 +52,53 @@ from actrec_cli.console import RichProgress, console, import_tensorflow_quietly
     default=None,
     help="Checkpoint and stop after this many steps (for time-limited jobs).",
 )
-def train(recipe_name, prepared, run_dir, overrides, resume, stop_after_steps):
+@click.option(
+    "--batch-size",
+    "batch_size",
+    metavar="N|auto",
+    default=None,
+    help="Global batch (the learning rate follows train.lr_coupling from the recipe's "
+    "batch), or auto: probe the largest per-replica batch that fits --memory-budget and "
+    "runs fastest, and print the table it chose from.",
+)
+@click.option(
+    "--memory-budget",
+    "memory_budget",
+    metavar="SIZE",
+    default=None,
+    help="Memory a batch may use with --batch-size auto, e.g. 6GiB (default: on CPU 80% of "
+    "the available memory, measured as the process's peak; on GPU the device memory).",
+)
+@click.option(
+    "--remat",
+    is_flag=True,
+    default=False,
+    help="Recompute the backbone's block activations in the backward pass instead of "
+    "keeping them: less memory, about one more forward pass (model.remat=true).",
+)
+def train(
+    recipe_name,
+    prepared,
+    run_dir,
+    overrides,
+    resume,
+    stop_after_steps,
+    batch_size,
+    memory_budget,
+    remat,
+):
     """Train a TSN / TSM model. Run one process per worker (see `actrec launch`, TF_CONFIG or
     Slurm); only the chief writes the run directory."""
     import_tensorflow_quietly(start_runtime=False)
     from actrec.config import apply_overrides, load_recipe
     from actrec.errors import ConfigError
+    from actrec.train.memory import (
+        auto_fields,
+        parse_batch_size,
+        parse_memory_size,
+        with_batch_size,
+        with_remat,
+    )
     from actrec.train.run import PREEMPTED_EXIT_CODE, RECIPE_FILE
     from actrec.train.run import train as train_run
     from actrec.train.strategy import is_chief
@@ -69,7 +110,17 @@ def train(recipe_name, prepared, run_dir, overrides, resume, stop_after_steps):
             )
         recipe_name = str(run_dir / RECIPE_FILE)
     recipe = apply_overrides(load_recipe(recipe_name), list(overrides))
+    if batch_size is not None:
+        recipe = with_batch_size(recipe, parse_batch_size(batch_size))
+    if remat:
+        recipe = with_remat(recipe)
+    budget = None if memory_budget is None else parse_memory_size(memory_budget)
     chief = is_chief()
+    if budget is not None and not auto_fields(recipe) and chief:
+        console().print(
+            "note: --memory-budget is used only when the batch is auto (--batch-size auto)",
+            soft_wrap=True,
+        )
     progress = RichProgress("steps") if chief else None
     summary = train_run(
         recipe,
@@ -78,6 +129,8 @@ def train(recipe_name, prepared, run_dir, overrides, resume, stop_after_steps):
         resume=resume,
         progress=progress,
         stop_after_steps=stop_after_steps,
+        memory_budget=budget,
+        on_batch_decision=print_batch_decision if chief else None,
     )
     if not chief:
         return
@@ -101,3 +154,32 @@ def train(recipe_name, prepared, run_dir, overrides, resume, stop_after_steps):
         f"{summary.elapsed_seconds:.0f} s{shown}; weights: {summary.weights_path}",
         soft_wrap=True,
     )
+
+
+def print_batch_decision(decision) -> None:
+    """The table `--batch-size auto` chose from, and what it chose."""
+    from rich.table import Table
+
+    from actrec.train.memory import format_bytes
+
+    budget = format_bytes(decision.budget_bytes) if decision.budget_bytes else "device memory"
+    table = Table(
+        title=f"per-replica batch probed on {decision.device.upper()}, budget {budget}"
+        + (", remat" if decision.remat else ""),
+        title_justify="left",
+    )
+    for column in ("batch", "peak", "fits", "step ms", "model ms", "clips/s"):
+        table.add_column(column, justify="left" if column == "fits" else "right")
+    table.add_column("")
+    for row in decision.rows():
+        table.add_row(
+            str(row["batch"]),
+            row["peak"],
+            row["fits"],
+            "-" if row["step_ms"] is None else f"{row['step_ms']:.1f}",
+            "-" if row["model_ms"] is None else f"{row['model_ms']:.1f}",
+            "-" if row["clips_per_second"] is None else f"{row['clips_per_second']:.1f}",
+            "<- chosen" if row["chosen"] else "",
+        )
+    console().print(table)
+    console().print(f"chosen: {decision.summary()}", soft_wrap=True, highlight=False)

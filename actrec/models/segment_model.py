@@ -165,6 +165,7 @@ def build_segment_model(
     allow_download: bool = False,
     include_preprocessing: bool = True,
     name: str | None = None,
+    remat: bool = False,
 ) -> keras.Model:
     """Returns a TSN or TSM model: frames [B, T, H, W, C] -> segment-averaged logits [B, K].
 
@@ -179,6 +180,9 @@ def build_segment_model(
     include_preprocessing: inputs in [0, 255] (RGB, or flow with 128 = no motion) are
     normalised inside the model; False when the input pipeline does it
     (actrec.models.preprocessing.channel_normalisation gives the numbers).
+    remat: recompute the backbone's block activations in the backward pass instead of
+    keeping them (actrec.models.remat): less memory, the same values, gradients and weight
+    layout, about one more backbone forward pass per step.
     """
     spec = backbone_spec(backbone)
     if modality not in MODALITIES:
@@ -210,6 +214,10 @@ def build_segment_model(
     initialise_backbone(network, backbone, weights, allow_download)
     if partial_bn:
         apply_partial_batch_normalization(network)
+    if remat:
+        from actrec.models.remat import rematerialise
+
+        rematerialise(network)
 
     frames = keras.Input((num_segments, size, size, channels), name="frames")  # [B, T, H, W, C]
     x = frames

@@ -1,7 +1,7 @@
 """One training run: recipe + prepared data -> a run directory with a trained model.
 
     RUN/recipe.yaml        the resolved recipe (what `--resume` continues)
-    RUN/run.json           data folder, classes, status, final metrics
+    RUN/run.json           data folder, classes, status, final metrics, the batch decision
     RUN/checkpoints/       model, optimizer, step and schedule position (tf.train.CheckpointManager)
     RUN/metrics.jsonl      one JSON object per logged step, epoch and validation
     RUN/tensorboard/       TensorBoard events
@@ -11,6 +11,10 @@ The strategy is created first, before any TensorFlow op (multi-worker collective
 it). Every worker runs this function; only the chief writes the run directory. Each epoch
 rebuilds the input pipeline for that epoch's batch (the adaptive schedule), seeded by
 (seed, epoch), so a resumed run sees exactly the batches it would have seen.
+
+train.batch_size / train.max_per_replica_batch "auto" are resolved before the model is built
+(actrec.train.memory): the chief probes, every worker receives the numbers, recipe.yaml
+holds them, and a resumed run reuses them without probing.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from __future__ import annotations
 import json
 import signal
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -48,6 +53,7 @@ class TrainSummary:
     elapsed_seconds: float = 0.0
     num_all_reduces: int = 0
     weights_path: Path | None = None
+    batch_decision: object | None = None  # actrec.train.memory.BatchDecision, when probed
 
 
 class _TerminationFlag:
@@ -69,6 +75,24 @@ class _TerminationFlag:
     def uninstall(self) -> None:
         if self._previous is not None:
             signal.signal(signal.SIGTERM, self._previous)
+
+
+def _chief_values(strategy, values: list[float], is_chief: bool, num_workers: int) -> list[float]:
+    """The chief's `values` on every worker (one all-reduce; only the chief's first replica
+    contributes)."""
+    if num_workers <= 1:
+        return values
+    import tensorflow as tf
+
+    shared = tf.constant(values if is_chief else [0.0] * len(values), tf.float32)
+
+    def from_chief():
+        context = tf.distribute.get_replica_context()
+        first = tf.equal(context.replica_id_in_sync_group, 0)
+        return context.all_reduce("SUM", tf.where(first, shared, tf.zeros_like(shared)))
+
+    result = strategy.experimental_local_results(strategy.run(from_chief))[0]
+    return [float(value) for value in result.numpy()]
 
 
 def _agreed_flag(strategy, flag: bool, num_workers: int) -> bool:
@@ -126,6 +150,15 @@ def _check_same_recipe(run_dir: Path, recipe) -> None:
         )
 
 
+def _read_record(run_dir: Path) -> dict:
+    """The run's run.json ({} when it is missing or unreadable)."""
+    try:
+        record = json.loads((run_dir / RUN_FILE).read_text())
+    except (OSError, ValueError):
+        return {}
+    return record if isinstance(record, dict) else {}
+
+
 def _truncate_metrics(path: Path, global_step: int) -> None:
     """Drop metric lines written after the checkpoint being resumed (they will be redone)."""
     rows = read_json_lines(path)
@@ -155,6 +188,40 @@ def _validation_split(recipe, info) -> str | None:
     return requested
 
 
+def _resolve_auto_batch(
+    strategy, recipe, cluster, has_run: bool, info, train_videos: int, memory_budget, progress
+):
+    """(recipe with numbers in place of auto, BatchDecision or None): the chief probes
+    (unless the run being resumed already holds the numbers) and shares them."""
+    from actrec.train.memory import choose_batch, with_decided_values
+
+    decision, refusal = None, None
+    if cluster.is_chief and not has_run:
+        try:
+            decision = choose_batch(
+                recipe,
+                info.num_classes,
+                num_replicas=int(strategy.num_replicas_in_sync),
+                num_train_videos=train_videos,
+                budget_bytes=memory_budget,
+                progress=progress,
+            )
+            recipe = decision.apply(recipe)
+        except ActrecError as error:
+            refusal = error
+    if _agreed_flag(strategy, refusal is not None, cluster.num_workers):
+        raise refusal or ConfigError(
+            "the chief worker could not choose the batch size; its output says why"
+        )
+    keys = ("batch_size", "max_per_replica_batch")
+    numbers = [float(getattr(recipe.train, key) or 0) for key in keys] if cluster.is_chief else []
+    shared = _chief_values(strategy, numbers or [0.0] * 2, cluster.is_chief, cluster.num_workers)
+    if not cluster.is_chief:
+        values = dict(zip(keys, (round(value) or None for value in shared), strict=True))
+        recipe = with_decided_values(recipe, values)
+    return recipe, decision
+
+
 def _model_builder(recipe, num_classes: int):
     from actrec.models.segment_model import batch_normalization_layers, build_segment_model
 
@@ -175,6 +242,7 @@ def _model_builder(recipe, num_classes: int):
             shift_fraction=model.shift_fraction,
             shift_placement=model.shift_placement,
             weights=weights,
+            remat=model.remat,
         )
         if model.batch_norm_momentum is not None:
             for layer in batch_normalization_layers(network):
@@ -262,30 +330,40 @@ def train(
     progress: Progress | None = None,
     stop_after_steps: int | None = None,
     environ=None,
+    memory_budget: int | None = None,
+    on_batch_decision: Callable[[object], None] | None = None,
 ) -> TrainSummary:
     """Train `recipe` on `prepared_dir` into `run_dir` (every worker calls this).
 
     resume: None (a new run), "latest" (continue the run in run_dir from its newest
     checkpoint; a new run when there is none yet) or a checkpoint path.
     stop_after_steps: checkpoint and return after this many optimizer steps in this call.
+    memory_budget: bytes a probed batch may use (train.batch_size=auto or
+    train.max_per_replica_batch=auto); None: actrec.train.memory.default_memory_budget.
+    on_batch_decision: called with the actrec.train.memory.BatchDecision once the chief has
+    probed (before training starts), e.g. to print its table.
     """
+    from actrec.train.memory import auto_fields, prepare_devices_for_probing
     from actrec.train.strategy import build_strategy, cluster_from_environment
 
     started = time.monotonic()
     progress = progress or NullProgress()
     prepared_dir, run_dir = Path(prepared_dir), Path(run_dir)
     cluster = cluster_from_environment(environ)
+    if auto_fields(recipe):
+        prepare_devices_for_probing()  # before the strategy starts TensorFlow's runtime
     strategy = build_strategy(recipe.runtime.strategy, recipe.runtime.communication, environ)
 
     import keras
     import tensorflow as tf
 
-    from actrec.config import clip_spec, dump_recipe, validate_recipe
+    from actrec.config import clip_spec, dump_recipe, load_recipe, validate_recipe
     from actrec.data.pipeline import build_dataset, check_clip_spec, dataset_info
     from actrec.train.checkpoint import Position, RunCheckpoints
     from actrec.train.schedule import epoch_plan, learning_rate
 
     validate_recipe(recipe)
+    requested = recipe
     info = dataset_info(prepared_dir)
     train_spec, eval_spec = clip_spec(recipe, training=True), clip_spec(recipe, training=False)
     check_clip_spec(info, train_spec)
@@ -299,33 +377,47 @@ def train(
     # Only the chief judges the run directory (the others would race with its writes);
     # its verdict reaches every worker, so a refused run stops them all instead of leaving
     # them waiting in their first collective.
-    has_run, refusal = False, None
+    has_run, refusal, previous_record = False, None, {}
     if cluster.is_chief:
         try:
             has_run = check_run_directory(run_dir, resume)
             if has_run:
+                if auto_fields(recipe):  # the run's recipe.yaml holds the numbers it chose
+                    from actrec.train.memory import with_saved_decision
+
+                    recipe = with_saved_decision(recipe, load_recipe(str(run_dir / RECIPE_FILE)))
                 _check_same_recipe(run_dir, recipe)
+                previous_record = _read_record(run_dir)
         except ActrecError as error:
             refusal = error
     if _agreed_flag(strategy, refusal is not None, cluster.num_workers):
         raise refusal or OutputError(
             f"the chief worker refused --workdir {run_dir}; its output says why"
         )
+    decision = None
+    if auto_fields(requested):  # the same on every worker: they all take part
+        recipe, decision = _resolve_auto_batch(
+            strategy, recipe, cluster, has_run, info, train_videos, memory_budget, progress
+        )
+        if decision is not None and on_batch_decision is not None:
+            on_batch_decision(decision)
     if cluster.is_chief:
         run_dir.mkdir(parents=True, exist_ok=True)
         if not has_run:
             dump_recipe(recipe, run_dir / RECIPE_FILE)
-        write_json_atomic(
-            run_dir / RUN_FILE,
-            {
-                "actrec": __version__,
-                "data": str(prepared_dir.resolve()),
-                "classes": list(info.classes),
-                "num_classes": info.num_classes,
-                "status": "training",
-                "workers": cluster.num_workers,
-            },
-        )
+        record = {
+            "actrec": __version__,
+            "data": str(prepared_dir.resolve()),
+            "classes": list(info.classes),
+            "num_classes": info.num_classes,
+            "status": "training",
+            "workers": cluster.num_workers,
+        }
+        if decision is not None:
+            record["batch_decision"] = decision.to_json()
+        elif "batch_decision" in previous_record:
+            record["batch_decision"] = previous_record["batch_decision"]
+        write_json_atomic(run_dir / RUN_FILE, record)
 
     keras.utils.set_random_seed(recipe.runtime.seed)
     if recipe.runtime.deterministic:
@@ -355,7 +447,9 @@ def train(
 
     termination = _TerminationFlag()
     termination.install()
-    summary = TrainSummary(run_dir, position.epoch, trainer.step, resumed_from=resumed_from)
+    summary = TrainSummary(
+        run_dir, position.epoch, trainer.step, resumed_from=resumed_from, batch_decision=decision
+    )
     steps_this_call = 0
     replicas = trainer.num_replicas_in_sync
     batches, current_phase = None, None

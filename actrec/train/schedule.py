@@ -29,7 +29,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from actrec.config import RuntimeConfig, TrainConfig
+from actrec.config import AUTO, RuntimeConfig, TrainConfig
 from actrec.errors import ConfigError
 
 WARMUP_START_FRACTION = 0.1
@@ -43,12 +43,23 @@ def _require_epoch(epoch: int) -> None:
         raise ConfigError(f"epoch={epoch!r} is not valid; epochs count from 0")
 
 
+def _require_resolved(train: TrainConfig) -> None:
+    for key in ("batch_size", "max_per_replica_batch"):
+        if getattr(train, key) == AUTO:
+            raise ConfigError(
+                f"train.{key}=auto has not been resolved to a number yet; "
+                "actrec.train.memory.choose_batch probes it (actrec train does this when the "
+                "run starts)"
+            )
+
+
 def global_batch_size(train: TrainConfig, epoch: int) -> int:
     """B_e: the global batch (all replicas, all micro-batches) of `epoch` (from 0).
 
     A growth factor that is not a whole number rounds the batch down (10 x 1.5 x 1.5 -> 22).
     """
     _require_epoch(epoch)
+    _require_resolved(train)
     if train.batch_growth_every <= 0 or train.batch_growth == 1:
         return train.batch_size
     growths = epoch // train.batch_growth_every
@@ -160,6 +171,7 @@ def micro_batching(train: TrainConfig, share: int) -> tuple[int, int]:
     ceil(share / max_per_replica_batch)) micro-batches of share / steps clips each, which
     must divide exactly.
     """
+    _require_resolved(train)
     limit = train.max_per_replica_batch
     needs_limit = limit is not None and share > limit
     if not needs_limit and train.accumulation_steps <= 1:
