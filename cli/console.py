@@ -36,10 +36,11 @@ def _format_value(value: object) -> str:
 class RichProgress:
     """actrec.progress.Progress drawn as a rich progress bar with rates per counter.
 
-    Shows units/s (e.g. videos/s) and the rate of every named counter (e.g. frames/s).
+    Shows units/s (e.g. videos/s; none when unit is None) and the rate of every named
+    counter (e.g. frames/s).
     """
 
-    def __init__(self, unit: str = "videos", out: Console | None = None):
+    def __init__(self, unit: str | None = "videos", out: Console | None = None):
         self.unit = unit
         self.console = out or _STDERR
         self._progress: Progress | None = None
@@ -75,7 +76,7 @@ class RichProgress:
         for name, value in counters.items():
             self._counters[name] = self._counters.get(name, 0.0) + value
         elapsed = max(time.monotonic() - self._started, 1e-6)
-        rates = [f"{self._done / elapsed:.1f} {self.unit}/s"]
+        rates = [f"{self._done / elapsed:.1f} {self.unit}/s"] if self.unit else []
         rates += [f"{value / elapsed:.0f} {name}/s" for name, value in self._counters.items()]
         self._progress.update(self._task, advance=amount, rates=" ".join(rates))
 

@@ -39,15 +39,19 @@ def main() -> None:
 def _register_commands() -> None:
     from actrec_cli import (
         eval_command,
+        export,
         inspect_command,
         launch,
+        predict,
         prepare,
         pretrained,
+        quickstart,
         recipes,
         synthetic,
         train,
     )
 
+    main.add_command(quickstart.quickstart)
     main.add_command(prepare.prepare)
     main.add_command(inspect_command.inspect)
     main.add_command(synthetic.synthetic)
@@ -56,6 +60,8 @@ def _register_commands() -> None:
     main.add_command(train.train)
     main.add_command(launch.launch)
     main.add_command(eval_command.eval_command)
+    main.add_command(export.export)
+    main.add_command(predict.predict)
 
 
 _register_commands()

@@ -176,3 +176,53 @@ def synthetic_rgb_run(synthetic_prepared, tmp_path_factory):
     return _trained_synthetic_run(
         "synthetic-rgb", synthetic_prepared, tmp_path_factory.mktemp("runs")
     )
+
+
+# --- tiny trained runs for export and predict tests (seconds, not minutes) -----------------
+
+
+@pytest.fixture(scope="session")
+def tiny_runs(tiny_synthetic_prepared, tmp_path_factory):
+    """{"raw", "prepared", "rgb", "flow"}: the tiny synthetic set (8 test videos) and an RGB
+    and a flow run trained on it for one step (MobileNetV2, 32 px, 2 segments, flow
+    new_length 2). BatchNorm momentum 0 makes the moving statistics those of the step's
+    batch, so the models' outputs depend on their input (an untrained MobileNetV2 answers
+    the same for every input)."""
+    from actrec.config import apply_overrides, load_recipe
+    from actrec.train.run import train
+
+    folder = tmp_path_factory.mktemp("tiny-runs")
+    prepared = tiny_synthetic_prepared
+    tiny = [
+        "model.backbone=mobilenet_v2",
+        "model.batch_norm_momentum=0.0",
+        "data.crop_size=32",
+        "data.num_segments=2",
+        "train.batch_size=4",
+        "train.epochs=1",
+        "runtime.steps_per_epoch=1",
+        "runtime.validate_every_epochs=0",
+    ]
+    runs = {"raw": prepared.parent / "raw", "prepared": prepared}
+    for modality, extra in (("rgb", []), ("flow", ["data.new_length=2"])):
+        recipe = apply_overrides(load_recipe(f"synthetic-{modality}"), [*tiny, *extra])
+        train(recipe, prepared, folder / modality)
+        runs[modality] = folder / modality
+    return runs
+
+
+@pytest.fixture(scope="session")
+def tiny_exports(tiny_runs, tmp_path_factory):
+    """SavedModel exports of the tiny runs: {"rgb", "flow", "two-stream": folder}."""
+    from actrec.export import export_runs
+
+    folder = tmp_path_factory.mktemp("tiny-exports")
+    exports = {}
+    for name, runs in (
+        ("rgb", [tiny_runs["rgb"]]),
+        ("flow", [tiny_runs["flow"]]),
+        ("two-stream", [tiny_runs["flow"], tiny_runs["rgb"]]),  # either order
+    ):
+        export_runs(runs, folder / name)
+        exports[name] = folder / name
+    return exports
