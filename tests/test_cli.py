@@ -71,3 +71,40 @@ def test_every_package_folder_is_declared_in_pyproject():
     }
     found.add("actrec_cli")
     assert found <= declared, f"add to pyproject.toml packages: {sorted(found - declared)}"
+
+
+# The distribution that provides each third-party module actrec imports.
+DISTRIBUTION_OF_MODULE = {
+    "cv2": "opencv-python-headless",
+    "sklearn": "scikit-learn",
+    "yaml": "pyyaml",
+    "tensorflow": "tensorflow",
+    "keras": "keras",
+    "numpy": "numpy",
+    "click": "click",
+    "rich": "rich",
+    "matplotlib": "matplotlib",
+    "tensorboard": "tensorboard",
+}
+
+
+def test_every_third_party_import_is_a_declared_dependency():
+    """A fresh `pip install -e .` must bring everything the library and the CLI import."""
+    import ast
+    import sys
+
+    imported = set()
+    for folder in ("actrec", "cli"):
+        for path in (REPO_ROOT / folder).rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.Import):
+                    imported |= {alias.name.split(".")[0] for alias in node.names}
+                elif isinstance(node, ast.ImportFrom) and node.level == 0:
+                    imported.add(node.module.split(".")[0])
+    third_party = imported - set(sys.stdlib_module_names) - {"actrec", "actrec_cli", "__future__"}
+    unknown = third_party - set(DISTRIBUTION_OF_MODULE)
+    assert not unknown, f"add these imports to DISTRIBUTION_OF_MODULE and pyproject: {unknown}"
+    declared = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    names = {re.split(r"[<>=\[ ]", requirement)[0].lower() for requirement in declared}
+    missing = {DISTRIBUTION_OF_MODULE[module] for module in third_party} - names
+    assert not missing, f"pyproject.toml does not declare {missing}"
