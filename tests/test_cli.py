@@ -19,7 +19,16 @@ def test_version(cli_runner):
     assert result.output.strip() == f"actrec, version {__version__}"
 
 
-@pytest.mark.parametrize("arguments", [["--help"], ["prepare", "--help"], ["inspect", "--help"]])
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        ["--help"],
+        ["prepare", "--help"],
+        ["inspect", "--help"],
+        ["eval", "--help"],
+        ["quickstart", "--help"],
+    ],
+)
 def test_help_does_not_import_tensorflow_or_opencv(arguments):
     output = cli_output_with_heavy_modules(arguments)
     assert "Usage:" in output
