@@ -11,7 +11,7 @@ be rebuilt with another T (TSN's 25-frame test) and given the same weights.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from actrec.errors import ConfigError, DatasetError
@@ -126,8 +126,6 @@ def build_trained_model(run: TrainedRun, num_segments: int | None = None):
 
     recipe = run.recipe
     if num_segments is not None and num_segments != recipe.data.num_segments:
-        from dataclasses import replace
-
         recipe = replace(recipe, data=replace(recipe.data, num_segments=num_segments))
     recipe = _without_pretrained_weights(recipe)
     model = _model_builder(recipe, run.num_classes)()
@@ -144,6 +142,4 @@ def build_trained_model(run: TrainedRun, num_segments: int | None = None):
 def _without_pretrained_weights(recipe):
     """The recipe with model.weights 'none': the trained weights replace any ImageNet
     initialisation, so rebuilding must not need the pretrained file."""
-    from dataclasses import replace
-
     return replace(recipe, model=replace(recipe.model, weights="none"))

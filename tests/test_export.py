@@ -17,6 +17,7 @@ from actrec.config import clip_spec
 from actrec.data import shards
 from actrec.data.manifest import read_manifest, shard_paths
 from actrec.data.pipeline import build_dataset
+from actrec.data.synthetic import SYNTHETIC_CLASSES as SYNTHETIC_CLASS_NAMES
 from actrec.errors import ConfigError
 from actrec.export import export_runs
 from actrec.models.segment_model import load_segment_model
@@ -25,16 +26,7 @@ from actrec.serving import ServingStream, build_serving_function
 from actrec.trained_run import build_trained_model, load_trained_run
 
 TOLERANCE = 1e-5
-SYNTHETIC_CLASSES = [
-    "MoveLeft",
-    "MoveRight",
-    "MoveUp",
-    "MoveDown",
-    "RotateClockwise",
-    "RotateCounterclockwise",
-    "ZoomIn",
-    "ZoomOut",
-]
+SYNTHETIC_CLASSES = list(SYNTHETIC_CLASS_NAMES)  # label order of the prepared set
 # Loads each export with TensorFlow alone and runs it on saved inputs.
 FRESH_PROCESS_SCRIPT = """
 import json, sys
