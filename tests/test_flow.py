@@ -19,6 +19,7 @@ from actrec.data.flow import (
     flow_to_color,
     grey,
     quantize_flow,
+    quantize_flow_planes,
 )
 from actrec.data.synthetic import render_translation_clip, write_video
 from actrec.data.video import iter_video_frames
@@ -204,6 +205,24 @@ def test_quantisation_takes_any_layout_and_float_type():
     assert np.array_equal(quantize_flow(flow[..., 0]), levels[..., 0])  # one plane [H, W]
     assert np.array_equal(quantize_flow(flow.ravel()), levels.ravel())
     assert quantize_flow(np.zeros((0, 5, 2), np.float32)).shape == (0, 5, 2)
+
+
+def test_planes_are_the_quantised_components_and_overwrite_only_when_asked():
+    flow = np.random.default_rng(4).normal(0, 12, (48, 64, 2)).astype(np.float32)
+    flow[0, 0] = (np.nan, np.inf)
+    original = flow.copy()
+    expected = quantize_flow(flow)
+    x_plane, y_plane = quantize_flow_planes(flow)
+    assert np.array_equal(flow, original, equal_nan=True)  # left as it was
+    for plane, component in ((x_plane, 0), (y_plane, 1)):
+        assert plane.flags.c_contiguous and plane.shape == (48, 64)
+        assert np.array_equal(plane, expected[..., component])
+    overwritten = quantize_flow_planes(flow, overwrite=True)
+    overwritten_x, overwritten_y = overwritten
+    assert np.array_equal(overwritten_x, x_plane) and np.array_equal(overwritten_y, y_plane)
+    assert np.abs(flow).max() == FLOW_BOUND  # clipped in place
+    with pytest.raises(ValueError, match=r"\[H, W, 2\]"):
+        quantize_flow_planes(flow[..., 0])
 
 
 def test_round_trip_error_is_at_most_half_a_step():

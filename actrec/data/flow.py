@@ -154,24 +154,52 @@ def quantize_flow(flow: np.ndarray, bound: float = FLOW_BOUND) -> np.ndarray:
     """uint8 of flow (any shape, e.g. [H, W, 2]): round(255 * (clip(v, -B, B) + B) / (2B)).
 
     NaN counts as no motion (128); +-inf and values beyond +-B saturate (255 / 0).
-    Computed with OpenCV's saturating arithmetic in four passes over the values (numpy
-    needed eight, with as many temporary arrays: a third of DIS's own time): clip, then
-    255 / (2B) * v + 127.5 evaluated in single precision and rounded to the nearest
-    integer. That equals the formula in exact arithmetic except where the exact value lies
-    within about 1e-5 of a half-way point k + 0.5, where either neighbour may come out (one
-    value in ~10^5 of uniformly random ones, one step of 0.157 px; the former numpy code
-    had the same property).
+    Computed with OpenCV's saturating arithmetic in three passes over the values when
+    they are within +-B (numpy needed eight, with as many temporary arrays: a third of
+    DIS's own time): clip, then 255 / (2B) * v + 127.5 evaluated in single precision and
+    rounded to the nearest integer. That equals the formula in exact arithmetic except
+    where the exact value lies within about 1e-5 of a half-way point k + 0.5, where either
+    neighbour may come out, one step (0.157 px) apart: one value in ~10^5 of uniformly
+    random ones, and motion within ~1e-6 px of zero (127.5: DIS leaves such noise on
+    static background). The former numpy code had the same property, with other
+    boundaries: the stored levels of the two differ on ~0.5 % of a static clip's values,
+    by one step.
     """
     bound = _checked_bound(bound)
-    values = np.array(flow, dtype=np.float32, order="C")  # a copy: patched in place below
+    values = np.array(flow, dtype=np.float32, order="C")  # a copy, quantised in place
+    return _quantized_in_place(values, bound)
+
+
+def quantize_flow_planes(
+    flow: np.ndarray, bound: float = FLOW_BOUND, overwrite: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
+    """(x, y): quantize_flow of flow [H, W, 2] as two contiguous uint8 planes [H, W], as
+    the JPEG encoder takes them.
+
+    overwrite: clip `flow` in place instead of a copy (saves a pass over the field; for a
+    flow estimator's fresh output that nothing else reads).
+    """
+    bound = _checked_bound(bound)
+    if flow.ndim != 3 or flow.shape[-1] != 2:
+        raise ValueError(f"flow must be [H, W, 2]; got shape {flow.shape}")
+    in_place = overwrite and flow.dtype == np.float32 and flow.flags.c_contiguous
+    values = flow if in_place else np.array(flow, dtype=np.float32, order="C")
+    x_plane, y_plane = cv2.split(_quantized_in_place(values, bound))  # [H, W] each
+    return x_plane, y_plane
+
+
+def _quantized_in_place(values: np.ndarray, bound: float) -> np.ndarray:
+    """quantize_flow of C-contiguous float32 `values`, which it clips in place."""
     if values.size == 0:
         return np.zeros(values.shape, np.uint8)
     # One channel [N, last]: OpenCV applies a scalar to channel 0 only of a multi-channel
     # array, and a 2-D array is one channel.
     flat = values.reshape(-1, values.shape[-1]) if values.ndim > 1 else values.reshape(1, -1)
     cv2.patchNaNs(flat, 0.0)  # first: cv2.min / cv2.max turn NaN into the bound
-    cv2.min(flat, bound, dst=flat)
-    cv2.max(flat, -bound, dst=flat)
+    lowest, highest, _, _ = cv2.minMaxLoc(flat)  # one read; clipping reads and writes twice
+    if lowest < -bound or highest > bound:  # +-inf included; values past +-2^31 need it
+        cv2.min(flat, bound, dst=flat)
+        cv2.max(flat, -bound, dst=flat)
     # |v * 255 / 2B + 127.5| is v's level: the value is in [0, 255], so abs changes nothing.
     scale = 255.0 / (2.0 * bound)
     return cv2.convertScaleAbs(flat, alpha=scale, beta=bound * scale).reshape(values.shape)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import cv2
 import numpy as np
 
-from actrec.data.flow import FlowEstimator, quantize_flow
+from actrec.data.flow import FlowEstimator, quantize_flow_planes
 from actrec.data.video import FrameSize, iter_video_frames
 
 
@@ -67,8 +67,8 @@ def encode_video_jpegs(
             continue
         current_grey = cv2.cvtColor(frame, cv2.COLOR_BGR2GRAY)  # [H, W]
         if previous_grey is not None:
-            quantized = quantize_flow(estimate_flow(previous_grey, current_grey))  # [H, W, 2]
-            flow_x, flow_y = cv2.split(quantized)  # two contiguous [H, W] planes
+            flow = estimate_flow(previous_grey, current_grey)  # float32 [H, W, 2]
+            flow_x, flow_y = quantize_flow_planes(flow, overwrite=True)  # uint8 [H, W] each
             jpegs.flow_x.append(jpeg_bytes(flow_x, jpeg_quality))
             jpegs.flow_y.append(jpeg_bytes(flow_y, jpeg_quality))
         previous_grey = current_grey
