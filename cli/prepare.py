@@ -51,7 +51,7 @@ def default_out(dataset: str, split: str | None) -> Path:
     show_default=True,
     type=click.Choice([*FLOW_METHODS, NO_FLOW]),
     help="Optical flow method: dis (DIS, fast preset), dis-medium (DIS, medium preset: "
-    "about 2.5x lower end-point error at 1/5 the speed), farneback, tvl1 (needs "
+    "about 2.7x lower end-point error at 1/5 the speed), farneback, tvl1 (needs "
     "opencv-contrib-python-headless); none stores RGB only. `actrec predict` computes the "
     "same flow.",
 )
