@@ -198,7 +198,7 @@ def _quantized_in_place(values: np.ndarray, bound: float) -> np.ndarray:
     flat = values.reshape(1, -1)
     cv2.patchNaNs(flat, 0.0)  # first: cv2.min / cv2.max turn NaN into the bound
     lowest, highest, _, _ = cv2.minMaxLoc(flat)  # one read; clipping reads and writes twice
-    if lowest < -bound or highest > bound:  # +-inf included; values past +-2^31 need it
+    if lowest < -bound or highest > bound:  # also +-inf, which the conversion cannot take
         cv2.min(flat, bound, dst=flat)
         cv2.max(flat, -bound, dst=flat)
     # |v * 255 / 2B + 127.5| is v's level: the value is in [0, 255], so abs changes nothing.
