@@ -1,81 +1,189 @@
-"""Preparation speed: optical flow per core, and end-to-end `actrec prepare` on the synthetic set.
+"""Preparation speed per CPU core: `actrec prepare` against bare DIS on the same frames.
 
-    python benchmarks/prepare.py [--seconds 2.0] [--videos-per-class 12]
+    python benchmarks/prepare.py [--rounds 5] [--end-to-end]
 
-1. Flow frames/s on one core at 340x256 for DIS (actrec's default) vs Farneback (and TV-L1
-   when cv2.optflow exists), with the ratio measured in the same run (see benchmarks/flow.py).
-2. End-to-end prepare (decode, JPEG, flow, shards) of the default synthetic set into a
-   temporary folder: videos/s and frames/s with 1 worker and with all CPUs, and their ratio;
-   RGB-only (--flow none) to show what flow costs; and frames resized to 340x256, the size
-   real datasets are prepared at.
+1. Per core at 340x256, on the real clips of tests/data/videos (Kinetics H.264 454x256,
+   UCF101 Xvid 320x240): the CPU time (time.process_time, this process) of preparing a
+   clip as `actrec prepare --size 340x256` does it in a worker (decode, resize, DIS, flow
+   quantisation, three JPEG encodes, the record), against DIS alone on the same frames
+   (decoded, resized and made grey beforehand, untimed). Both arms run with
+   cv2.setNumThreads(1), as the preparation workers do. Rounds alternate the arms; the
+   ratio (DIS CPU time / prepare CPU time, i.e. prepare's rate as a share of DIS's) is the
+   median over rounds.
+2. Where prepare's time goes: the stages clocked inside one loop making prepare's calls
+   in prepare's order (best round per stage), in ms per frame and as a share of bare DIS;
+   "rest" is prepare's time outside them (building the record, Python).
+3. --end-to-end: `prepare_dataset` on the synthetic set (192 small videos) with 1 worker
+   and with every CPU, RGB only, and at 340x256: videos/s and frames/s, and the ratio of
+   all workers to one.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
+import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import cv2
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import flow as flow_benchmark  # benchmarks/flow.py
+from real_clips import CLIPS, FRAME_SIZE, clip_frames  # benchmarks/real_clips.py
 
-from actrec.data.encode_video import PrepareSettings
-from actrec.data.flow import available_flow_methods
-from actrec.data.prepare import prepare_dataset
-from actrec.data.sources import list_videos
-from actrec.data.synthetic import SyntheticConfig, generate_synthetic_dataset
+from actrec.data.encode_video import PrepareSettings, VideoTask, encode_video
+from actrec.data.flow import create_flow_estimator, quantize_flow_planes
+from actrec.data.frame_encoding import jpeg_bytes
+from actrec.data.video import FrameSize, iter_video_frames, resize_frame
+
+JPEG_QUALITY = PrepareSettings().jpeg_quality
+STAGES = (
+    "decode (FFmpeg, to BGR)",
+    f"resize to {FRAME_SIZE}",
+    "JPEG of the frame",
+    "grey conversion",
+    "DIS",
+    "flow quantisation",
+    "2 flow JPEGs",
+)
 
 
-def flow_rates(seconds: float) -> dict[str, float]:
+def cpu_seconds(work: Callable[[], object]) -> float:
+    started = time.process_time()
+    work()
+    return time.process_time() - started
+
+
+def prepare_clip(path: Path) -> int:
+    """Prepare one clip as a worker does; its number of frames."""
+    task = VideoTask(0, path.stem, str(path), 0, "clip", "train")
+    result = encode_video(task, PrepareSettings(frame_size=FRAME_SIZE, flow="dis"))
+    assert result.record is not None, result.detail
+    return result.num_frames
+
+
+def dis_alone(greys) -> Callable[[], None]:
+    estimate = create_flow_estimator("dis")
+
+    def run() -> None:
+        for previous, following in itertools.pairwise(greys):
+            estimate(previous, following)
+
+    return run
+
+
+def ratio_rounds(path: Path, rounds: int) -> tuple[int, list[float], list[float]]:
+    """(frames, DIS CPU seconds per round, prepare CPU seconds per round) of one clip."""
+    greys = [cv2.cvtColor(frame, cv2.COLOR_BGR2GRAY) for frame in clip_frames(path)]
+    run_dis = dis_alone(greys)
+    run_dis(), prepare_clip(path)  # warm-up: file cache, allocations
+    dis_times, prepare_times = [], []
+    for _ in range(rounds):
+        dis_times.append(cpu_seconds(run_dis))
+        prepare_times.append(cpu_seconds(lambda: prepare_clip(path)))
+    return len(greys), dis_times, prepare_times
+
+
+def stage_times(path: Path, rounds: int) -> dict[str, float]:
+    """CPU seconds of each preparation stage over the whole clip, best of `rounds`."""
+    best: dict[str, float] = {}
+    for _ in range(rounds):
+        spent = stage_times_once(path)
+        best = {stage: min(best.get(stage, spent[stage]), spent[stage]) for stage in spent}
+    return best
+
+
+def stage_times_once(path: Path) -> dict[str, float]:
+    """CPU seconds of each stage, clocked between the calls actrec.data.frame_encoding
+    makes, in its order, so each stage finds its input as warm in cache as there."""
+    size = FrameSize.parse(FRAME_SIZE)
+    spent: dict[str, float] = dict.fromkeys(STAGES, 0.0)
+    estimate, previous_grey = create_flow_estimator("dis"), None
+    clock = time.process_time()
+
+    def lap(stage: str) -> None:
+        nonlocal clock
+        now = time.process_time()
+        spent[stage] += now - clock
+        clock = now
+
+    for decoded in iter_video_frames(path, channel_order="bgr"):  # BGR [H, W, 3]
+        lap("decode (FFmpeg, to BGR)")
+        frame = resize_frame(decoded, size)
+        lap(f"resize to {FRAME_SIZE}")
+        jpeg_bytes(frame, JPEG_QUALITY)
+        lap("JPEG of the frame")
+        grey = cv2.cvtColor(frame, cv2.COLOR_BGR2GRAY)
+        lap("grey conversion")
+        if previous_grey is not None:
+            flow = estimate(previous_grey, grey)
+            lap("DIS")
+            planes = quantize_flow_planes(flow, overwrite=True)
+            lap("flow quantisation")
+            [jpeg_bytes(plane, JPEG_QUALITY) for plane in planes]
+            lap("2 flow JPEGs")
+        previous_grey = grey
+    return spent
+
+
+def per_core_report(rounds: int) -> None:
     cv2.setNumThreads(1)
-    pairs = flow_benchmark.motion_pairs()
-    return {
-        name: flow_benchmark.frames_per_second(estimate, pairs, seconds)
-        for name, estimate in flow_benchmark.estimators()
-        if not name.startswith("dis ultrafast") and not name.startswith("dis medium")
-    }
+    print(
+        f"actrec prepare vs bare DIS, per core at {FRAME_SIZE} (CPU time of this process, "
+        f"cv2.setNumThreads(1), OpenCV {cv2.__version__}, {rounds} alternating rounds)"
+    )
+    print(f"{'clip':28s} {'frames':>6s} {'DIS f/s':>8s} {'prepare f/s':>11s} {'ratio':>6s}")
+    measured = {path: ratio_rounds(path, rounds) for path in CLIPS}
+    for path, (frames, dis_times, prepare_times) in measured.items():
+        print_ratio_row(path.name, frames, dis_times, prepare_times)
+    print_ratio_row(
+        "both",
+        sum(frames for frames, _, _ in measured.values()),
+        [sum(times) for times in zip(*(m[1] for m in measured.values()), strict=True)],
+        [sum(times) for times in zip(*(m[2] for m in measured.values()), strict=True)],
+    )
+
+    print("\nwhere prepare's time goes (ms per frame; % of bare DIS's time), best round:")
+    print(f"{'stage':28s}" + "".join(f" {path.name[:26]:>26s}" for path in CLIPS))
+    columns = []
+    for path, (frames, dis_times, prepare_times) in measured.items():
+        times = stage_times(path, rounds)
+        times["rest (record, Python)"] = min(prepare_times) - sum(times.values())
+        times["total prepare"] = min(prepare_times)
+        times["bare DIS (the other arm)"] = min(dis_times)
+        columns.append((frames, times))
+    for stage in columns[0][1]:
+        cells = "".join(
+            f" {1000 * times[stage] / frames:9.3f} ms"
+            f" {100 * times[stage] / times['bare DIS (the other arm)']:7.1f} %    "
+            for frames, times in columns
+        )
+        print(f"{stage:28s}{cells}")
 
 
-def prepare_rate(
-    listing, out: Path, settings: PrepareSettings, workers: int
-) -> tuple[float, float]:
-    """(videos/s, frames/s) of one full preparation into `out`."""
-    started = time.perf_counter()
-    summary = prepare_dataset(listing, out, settings, workers=workers)
-    elapsed = time.perf_counter() - started
-    videos = sum(summary.prepared.values())
-    frames = sum(summary.frames_by_split.values())
-    return videos / elapsed, frames / elapsed
+def print_ratio_row(name: str, frames: int, dis_times: list[float], prepare_times: list[float]):
+    ratio = statistics.median(d / p for d, p in zip(dis_times, prepare_times, strict=True))
+    dis_rate = (frames - 1) / statistics.median(dis_times)
+    prepare_rate = frames / statistics.median(prepare_times)
+    print(f"{name:28s} {frames:6d} {dis_rate:8.0f} {prepare_rate:11.0f} {ratio:6.2f}")
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seconds", type=float, default=2.0, help="flow timing per method")
-    parser.add_argument("--videos-per-class", type=int, default=12)
-    arguments = parser.parse_args()
-
-    rates = flow_rates(arguments.seconds)
-    print("optical flow at 340x256, one core (frames/s):")
-    for name, rate in rates.items():
-        print(f"  {name:26s} {rate:8.1f}")
-    dis = rates["dis fast (actrec 'dis')"]
-    farneback = rates["farneback (actrec)"]
-    print(f"  ratio DIS / Farneback: {dis / farneback:.2f}  (target: DIS >= 300 frames/s per core)")
-    if "tvl1" not in available_flow_methods():
-        print("  tvl1: not available (needs opencv-contrib-python-headless)")
-
-    cpus = os.cpu_count() or 1
+def end_to_end_report(videos_per_class: int) -> None:
     import tensorflow  # noqa: F401  the shard writer's one-time import, kept out of the timings
 
+    from actrec.data.prepare import prepare_dataset
+    from actrec.data.sources import list_videos
+    from actrec.data.synthetic import SyntheticConfig, generate_synthetic_dataset
+
+    cpus = os.cpu_count() or 1
     with tempfile.TemporaryDirectory() as folder:
         folder = Path(folder)
-        config = SyntheticConfig(videos_per_class=arguments.videos_per_class)
+        config = SyntheticConfig(videos_per_class=videos_per_class)
         generate_synthetic_dataset(folder / "raw", config)
         listing = list_videos("synthetic", folder / "raw")
         print(
@@ -88,14 +196,27 @@ def main() -> None:
             (f"rgb only, {cpus} workers", "none", "original", cpus),
             (f"dis 340x256, {cpus} workers", "dis", "340x256", cpus),
         ]
-        results = {}
+        rates = {}
         for index, (name, method, frame_size, workers) in enumerate(runs):
             settings = PrepareSettings(frame_size=frame_size, flow=method)
-            results[name] = prepare_rate(listing, folder / f"out{index}", settings, workers)
-            videos_rate, frames_rate = results[name]
-            print(f"  {name:26s} {videos_rate:7.1f} videos/s {frames_rate:8.0f} frames/s")
-        one, many = results[runs[0][0]][0], results[runs[1][0]][0]
-        print(f"  ratio {cpus} workers / 1 worker: {many / one:.2f}")
+            started = time.perf_counter()
+            summary = prepare_dataset(listing, folder / f"out{index}", settings, workers=workers)
+            elapsed = time.perf_counter() - started
+            rates[name] = sum(summary.prepared.values()) / elapsed
+            frames_rate = sum(summary.frames_by_split.values()) / elapsed
+            print(f"  {name:26s} {rates[name]:7.1f} videos/s {frames_rate:8.0f} frames/s")
+        print(f"  ratio {cpus} workers / 1 worker: {rates[runs[1][0]] / rates[runs[0][0]]:.2f}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=5, help="alternating timed rounds")
+    parser.add_argument("--end-to-end", action="store_true", help="also the synthetic set")
+    parser.add_argument("--videos-per-class", type=int, default=12)
+    arguments = parser.parse_args()
+    per_core_report(arguments.rounds)
+    if arguments.end_to_end:
+        end_to_end_report(arguments.videos_per_class)
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ from actrec.data.flow import (
     flow_to_color,
     grey,
     quantize_flow,
+    quantize_flow_planes,
 )
 from actrec.data.synthetic import render_translation_clip, write_video
 from actrec.data.video import iter_video_frames
@@ -90,9 +91,9 @@ def test_one_dis_estimator_handles_changing_frame_sizes():
 
 
 def test_methods_and_availability():
-    assert FLOW_METHODS == ("dis", "farneback", "tvl1")
+    assert FLOW_METHODS == ("dis", "dis-medium", "farneback", "tvl1")
     available = available_flow_methods()
-    assert available[:2] == ("dis", "farneback")
+    assert available[:3] == ("dis", "dis-medium", "farneback")
     assert ("tvl1" in available) == hasattr(cv2, "optflow")
 
 
@@ -140,10 +141,88 @@ def test_bound_and_beyond_saturate():
     assert dequantize_flow(quantized)[0, 0].tolist() == [FLOW_BOUND, -FLOW_BOUND]
 
 
-def test_quantisation_follows_the_design_formula():
-    values = np.linspace(-25, 25, 1001, dtype=np.float32).reshape(-1, 1, 1).repeat(2, axis=2)
-    expected = np.floor(255 * (np.clip(values, -20, 20) + 20) / 40 + 0.5).astype(np.uint8)
-    assert np.array_equal(quantize_flow(values), expected)
+def design_formula(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(exact value, level) of DESIGN.md's q = round(255 * (clip(v, -B, B) + B) / (2B)),
+    B = 20, NaN as no motion. In float64 the value of a float32 v is exact (255 / 40 =
+    6.375 has 6 significant bits); ties round up."""
+    exact = 255 * (np.clip(np.nan_to_num(values.astype(np.float64), nan=0.0), -20, 20) + 20) / 40
+    return exact, np.floor(exact + 0.5)
+
+
+def half_way_neighbourhoods() -> np.ndarray:
+    """float32 values at and around the 255 points where the level changes, and the ties."""
+    half_way = ((np.arange(255) + 0.5) * 40 / 255 - 20).astype(np.float32)
+    steps = np.arange(-3, 4, dtype=np.float32)[:, None]  # up to 3 float32 steps either side
+    around = half_way[None, :] + steps * np.spacing(half_way)[None, :]
+    ties = np.float32([-16, -8, 0, 8, 16])  # where the exact value is k + 0.5
+    return np.concatenate([around.ravel(), ties])
+
+
+EDGE_VALUES = np.float32(
+    [np.nan, np.inf, -np.inf, 3.4e38, -3.4e38, 1e30, -1e30, 20, -20, 0.0, -0.0, 1e-45, -1e-45,
+     1e-30, -1e-30, np.nextafter(20, 0), np.nextafter(20, 40), np.nextafter(-20, 0),
+     np.nextafter(-20, -40), 19.96, -19.96, 0.07843, -0.07843]
+)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        np.random.default_rng(0).uniform(-25, 25, 1_000_000).astype(np.float32),
+        np.random.default_rng(1).normal(0, 3, 500_000).astype(np.float32),
+        np.random.default_rng(2).normal(0, 30, 500_000).astype(np.float32),
+        half_way_neighbourhoods(),
+        EDGE_VALUES,
+    ],
+    ids=["uniform", "normal-3px", "normal-30px", "half-way-points", "edges"],
+)
+def test_quantisation_is_the_design_formula(values):
+    """Equal to the formula in exact arithmetic, except within 1e-4 of a half-way point
+    k + 0.5, where single precision may give the other neighbour (the former numpy code
+    too): one value in ~10^5 of random ones."""
+    flow = values.reshape(-1, 1, 2) if values.size % 2 == 0 else values.reshape(-1, 1, 1)
+    levels = quantize_flow(flow).ravel().astype(np.float64)
+    exact, expected = design_formula(values)
+    near_half_way = np.abs(exact - np.floor(exact) - 0.5) < 1e-4
+    assert np.array_equal(levels[~near_half_way], expected[~near_half_way])
+    assert np.all(np.abs(levels - exact)[near_half_way] <= 0.5 + 1e-4)
+    if values.size > 100_000:
+        assert np.count_nonzero(levels != expected) < 5e-5 * values.size
+
+
+def test_quantisation_of_the_values_that_are_not_numbers():
+    flow = np.float32([[[np.nan, np.inf], [-np.inf, np.nan]]])  # [1, 2, 2]
+    assert quantize_flow(flow).tolist() == [[[128, 255], [0, 128]]]
+    assert np.isnan(flow[0, 0, 0])  # the input is left as it was
+
+
+def test_quantisation_takes_any_layout_and_float_type():
+    flow = np.random.default_rng(3).normal(0, 8, (48, 64, 2)).astype(np.float32)
+    levels = quantize_flow(flow)
+    assert levels.shape == (48, 64, 2) and levels.dtype == np.uint8
+    assert np.array_equal(quantize_flow(flow.astype(np.float64)), levels)
+    assert np.array_equal(quantize_flow(flow[:, ::2]), levels[:, ::2])  # a strided view
+    assert np.array_equal(quantize_flow(flow[..., 0]), levels[..., 0])  # one plane [H, W]
+    assert np.array_equal(quantize_flow(flow.ravel()), levels.ravel())
+    assert quantize_flow(np.zeros((0, 5, 2), np.float32)).shape == (0, 5, 2)
+
+
+def test_planes_are_the_quantised_components_and_overwrite_only_when_asked():
+    flow = np.random.default_rng(4).normal(0, 12, (48, 64, 2)).astype(np.float32)
+    flow[0, 0] = (np.nan, np.inf)
+    original = flow.copy()
+    expected = quantize_flow(flow)
+    x_plane, y_plane = quantize_flow_planes(flow)
+    assert np.array_equal(flow, original, equal_nan=True)  # left as it was
+    for plane, component in ((x_plane, 0), (y_plane, 1)):
+        assert plane.flags.c_contiguous and plane.shape == (48, 64)
+        assert np.array_equal(plane, expected[..., component])
+    overwritten = quantize_flow_planes(flow, overwrite=True)
+    overwritten_x, overwritten_y = overwritten
+    assert np.array_equal(overwritten_x, x_plane) and np.array_equal(overwritten_y, y_plane)
+    assert np.abs(flow).max() == FLOW_BOUND  # clipped in place
+    with pytest.raises(ValueError, match=r"\[H, W, 2\]"):
+        quantize_flow_planes(flow[..., 0])
 
 
 def test_round_trip_error_is_at_most_half_a_step():

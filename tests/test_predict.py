@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -50,6 +51,40 @@ def test_predict_prepares_a_video_exactly_as_training_data(tiny_runs, tiny_expor
         np.testing.assert_array_equal(prediction.probabilities, expected[prediction.video])
         order = np.argsort(-expected[prediction.video])[:3]
         assert [name for name, _ in prediction.top_k] == [SYNTHETIC_CLASSES[i] for i in order]
+
+
+@pytest.mark.slow
+def test_predict_computes_the_flow_method_the_data_was_prepared_with(tiny_runs, tmp_path):
+    """Data prepared with --flow dis-medium: the export of a flow run on it records the
+    method, and predict computes that flow (the record's, exactly), not DIS fast's. The
+    tiny flow run's weights stand in for a run trained on that data: predict's preparation
+    does not depend on them."""
+    from actrec.data.encode_video import PrepareSettings
+    from actrec.data.prepare import prepare_dataset
+    from actrec.data.sources import list_videos
+    from actrec.predict import ExportedModel
+
+    medium = tmp_path / "prepared-dis-medium"
+    settings = PrepareSettings(frame_size="original", flow="dis-medium")
+    prepare_dataset(list_videos("synthetic", tiny_runs["raw"]), medium, settings, workers=1)
+    run = tmp_path / "flow-run"
+    shutil.copytree(tiny_runs["flow"], run, ignore=shutil.ignore_patterns("checkpoints"))
+    record = json.loads((run / "run.json").read_text())
+    (run / "run.json").write_text(json.dumps({**record, "data": str(medium)}))
+    export_runs([run], tmp_path / "export")
+
+    metadata = json.loads((tmp_path / "export" / "actrec.json").read_text())
+    assert metadata["preparation"]["flow"] == "dis-medium"
+    model = ExportedModel(tmp_path / "export")
+    assert model.settings.flow == "dis-medium"
+    sources = _test_videos(medium)
+    for prepared in (medium, tiny_runs["prepared"]):  # DIS medium, then DIS fast
+        path = shard_paths(prepared, read_manifest(prepared), "test")[0]
+        serialized = next(shards.iter_serialized_records(path))
+        video_id = shards.parse_video_record(serialized)["video_id"].numpy().decode()
+        flow = model.video_inputs(sources[video_id])["flow"][0]  # [F-1, H, W, 2]
+        stored = record_inputs(serialized, with_rgb=False)["flow"]
+        assert np.array_equal(flow, stored) is (prepared == medium), prepared
 
 
 def test_unreadable_videos_are_reported_and_the_others_predicted(

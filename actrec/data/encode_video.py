@@ -10,11 +10,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import cv2
-import numpy as np
 
-from actrec.data.flow import create_flow_estimator, grey, quantize_flow
+from actrec.data.flow import create_flow_estimator
+from actrec.data.frame_encoding import encode_video_jpegs
 from actrec.data.shards import VideoRecord, encode_video_record
-from actrec.data.video import FrameSize, iter_video_frames
+from actrec.data.video import FrameSize
 from actrec.errors import VideoReadError
 
 
@@ -24,7 +24,8 @@ class PrepareSettings:
 
     frame_size: FrameSize.parse text ("256", "340x256", "original").
     fps: resample to this rate (None keeps the source rate).
-    flow: "dis", "farneback", "tvl1" or "none".
+    flow: a method of actrec.data.flow_methods.FLOW_METHODS ("dis", "dis-medium",
+        "farneback", "tvl1") or "none".
     jpeg_quality: 1-100 for RGB frames and flow images.
     min_frames: videos with fewer decoded frames are skipped as too short.
     shard_size_mb: a shard is closed once it holds at least this many MB of records.
@@ -92,44 +93,26 @@ def initialise_worker() -> None:
     cv2.setNumThreads(1)
 
 
-def _jpeg(image: np.ndarray, quality: int) -> bytes:
-    """uint8 [H, W] or RGB [H, W, 3] -> JPEG bytes."""
-    if image.ndim == 3:
-        image = cv2.cvtColor(image, cv2.COLOR_RGB2BGR)
-    ok, encoded = cv2.imencode(".jpg", image, [cv2.IMWRITE_JPEG_QUALITY, quality])
-    if not ok:
-        raise RuntimeError("OpenCV could not JPEG-encode a frame")
-    return encoded.tobytes()
-
-
 def encode_video(task: VideoTask, settings: PrepareSettings) -> VideoResult:
     """Decode `task.path` and build its record; never raises for a bad video (skips it)."""
 
-    path = Path(task.path)
     estimate_flow = None if settings.flow == "none" else create_flow_estimator(settings.flow)
-    rgb_jpegs: list[bytes] = []
-    flow_x_jpegs: list[bytes] = []
-    flow_y_jpegs: list[bytes] = []
-    previous_grey = None
-    height = width = 0
     try:
-        frames = iter_video_frames(path, FrameSize.parse(settings.frame_size), settings.fps)
-        for frame in frames:  # RGB uint8 [H, W, 3]
-            height, width = frame.shape[:2]
-            rgb_jpegs.append(_jpeg(frame, settings.jpeg_quality))
-            if estimate_flow is not None:
-                current_grey = grey(frame)
-                if previous_grey is not None:
-                    quantized = quantize_flow(estimate_flow(previous_grey, current_grey))
-                    flow_x_jpegs.append(_jpeg(quantized[..., 0], settings.jpeg_quality))
-                    flow_y_jpegs.append(_jpeg(quantized[..., 1], settings.jpeg_quality))
-                previous_grey = current_grey
+        jpegs = encode_video_jpegs(
+            Path(task.path),
+            FrameSize.parse(settings.frame_size),
+            settings.fps,
+            estimate_flow,
+            settings.jpeg_quality,
+        )
     except VideoReadError as error:
         return VideoResult.skipped(task, error.reason, error.detail)
     except Exception as error:  # a corrupt file can make a decoder fail in any way
         return VideoResult.skipped(
             task, "undecodable", f"decoding failed: {type(error).__name__}: {error}"
         )
+    rgb_jpegs, height, width = jpegs.rgb, jpegs.height, jpegs.width
+    flow_x_jpegs, flow_y_jpegs = jpegs.flow_x, jpegs.flow_y
     if len(rgb_jpegs) < settings.min_frames:
         return VideoResult.skipped(
             task,

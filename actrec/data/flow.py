@@ -1,8 +1,9 @@
 """Dense optical flow between consecutive frames, and its uint8 quantisation.
 
-Methods: "dis" (OpenCV DIS, the default: fast and accurate enough for two-stream
-training), "farneback", and "tvl1" (TV-L1, the flow of the TSN papers) when OpenCV was
-built with the contrib module `cv2.optflow`.
+Methods: "dis" (OpenCV DIS with its FAST preset, the default), "dis-medium" (DIS with the
+MEDIUM preset: more accurate, slower), "farneback", and "tvl1" (TV-L1, the flow of the TSN
+papers) when OpenCV was built with the contrib module `cv2.optflow`. Their end-point error
+and speed are measured by benchmarks/flow.py (table in the README).
 
 Flow is stored TSN-style (DESIGN.md §2): each component clipped to [-B, B] pixels and
 mapped linearly to 0..255, q = round(255 * (clip(v, -B, B) + B) / (2B)), B = 20, so
@@ -18,15 +19,16 @@ from collections.abc import Callable
 import cv2
 import numpy as np
 
+from actrec.data.flow_methods import FLOW_METHODS
 from actrec.errors import ConfigError
 
 FLOW_BOUND = 20.0
-FLOW_METHODS = ("dis", "farneback", "tvl1")
 
-# DIS preset: FAST. Measured by benchmarks/flow.py on one core at 340x256: FAST ~690
-# frames/s, MEDIUM ~130, Farneback ~68; mean end-point error on known translations 0.05 px
-# (MEDIUM 0.02), far below the 0.157 px step of the uint8 quantisation.
-DIS_PRESET = cv2.DISOPTICAL_FLOW_PRESET_FAST
+# The OpenCV DIS preset of each DIS method.
+DIS_PRESETS = {
+    "dis": cv2.DISOPTICAL_FLOW_PRESET_FAST,
+    "dis-medium": cv2.DISOPTICAL_FLOW_PRESET_MEDIUM,
+}
 # Smallest short side (px) of DIS's finest pyramid level; see dis_finest_scale.
 DIS_MIN_FINEST_SIDE = 48
 
@@ -79,7 +81,7 @@ def dis_finest_scale(height: int, width: int, preset_finest_scale: int) -> int:
     return scale
 
 
-def _dis_estimator(preset: int = DIS_PRESET) -> FlowEstimator:
+def _dis_estimator(preset: int) -> FlowEstimator:
     """DIS flow; one OpenCV object per estimator (not shared between threads)."""
     dis = cv2.DISOpticalFlow_create(preset)
     preset_finest_scale = dis.getFinestScale()
@@ -130,8 +132,8 @@ def create_flow_estimator(method: str = "dis") -> FlowEstimator:
     Thread settings (cv2.setNumThreads) are left to the caller.
     """
     name = str(method).strip().lower()
-    if name == "dis":
-        return _dis_estimator()
+    if name in DIS_PRESETS:
+        return _dis_estimator(DIS_PRESETS[name])
     if name == "farneback":
         return _farneback_estimator()
     if name == "tvl1":
@@ -149,15 +151,59 @@ def _checked_bound(bound: float) -> float:
 
 
 def quantize_flow(flow: np.ndarray, bound: float = FLOW_BOUND) -> np.ndarray:
-    """uint8 [H, W, 2] of flow [H, W, 2]: round(255 * (clip(v, -B, B) + B) / (2B)).
+    """uint8 of flow (any shape, e.g. [H, W, 2]): round(255 * (clip(v, -B, B) + B) / (2B)).
 
-    Non-finite values count as no motion (NaN) or saturate (+-inf).
+    NaN counts as no motion (128); +-inf and values beyond +-B saturate (255 / 0).
+    Computed with OpenCV's saturating arithmetic in three passes over the values when
+    they are within +-B (numpy needed eight, with as many temporary arrays: a third of
+    DIS's own time): clip, then 255 / (2B) * v + 127.5 evaluated in single precision and
+    rounded to the nearest integer. That equals the formula in exact arithmetic except
+    where the exact value lies within about 1e-5 of a half-way point k + 0.5, where either
+    neighbour may come out, one step (0.157 px) apart: one value in ~10^5 of uniformly
+    random ones, and motion within ~1e-6 px of zero (127.5: DIS leaves such noise on
+    static background). The former numpy code had the same property, with other
+    boundaries: the stored levels of the two differ on ~0.5 % of a static clip's values,
+    by one step.
     """
     bound = _checked_bound(bound)
-    values = np.nan_to_num(np.asarray(flow, dtype=np.float32), nan=0.0)
-    clipped = np.clip(values, -bound, bound)
-    scaled = (clipped + bound) * (255.0 / (2.0 * bound))
-    return np.clip(np.floor(scaled + 0.5), 0, 255).astype(np.uint8)
+    values = np.array(flow, dtype=np.float32, order="C")  # a copy, quantised in place
+    return _quantized_in_place(values, bound)
+
+
+def quantize_flow_planes(
+    flow: np.ndarray, bound: float = FLOW_BOUND, overwrite: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
+    """(x, y): quantize_flow of flow [H, W, 2] as two contiguous uint8 planes [H, W], as
+    the JPEG encoder takes them.
+
+    overwrite: clip `flow` in place instead of a copy (saves a pass over the field; for a
+    flow estimator's fresh output that nothing else reads).
+    """
+    bound = _checked_bound(bound)
+    if flow.ndim != 3 or flow.shape[-1] != 2:
+        raise ValueError(f"flow must be [H, W, 2]; got shape {flow.shape}")
+    in_place = overwrite and flow.dtype == np.float32 and flow.flags.c_contiguous
+    values = flow if in_place else np.array(flow, dtype=np.float32, order="C")
+    x_plane, y_plane = cv2.split(_quantized_in_place(values, bound))  # [H, W] each
+    return x_plane, y_plane
+
+
+def _quantized_in_place(values: np.ndarray, bound: float) -> np.ndarray:
+    """quantize_flow of C-contiguous float32 `values`, which it clips in place."""
+    if values.size == 0:
+        return np.zeros(values.shape, np.uint8)
+    # One row [1, N] of one channel: OpenCV applies a scalar to channel 0 only of a
+    # multi-channel array (a 2-D array is one channel), and cv2.minMaxLoc pays per row
+    # (10x slower on [H * W, 2]).
+    flat = values.reshape(1, -1)
+    cv2.patchNaNs(flat, 0.0)  # first: cv2.min / cv2.max turn NaN into the bound
+    lowest, highest, _, _ = cv2.minMaxLoc(flat)  # one read; clipping reads and writes twice
+    if lowest < -bound or highest > bound:  # also +-inf, which the conversion cannot take
+        cv2.min(flat, bound, dst=flat)
+        cv2.max(flat, -bound, dst=flat)
+    # |v * 255 / 2B + 127.5| is v's level: the value is in [0, 255], so abs changes nothing.
+    scale = 255.0 / (2.0 * bound)
+    return cv2.convertScaleAbs(flat, alpha=scale, beta=bound * scale).reshape(values.shape)
 
 
 def dequantize_flow(quantized: np.ndarray, bound: float = FLOW_BOUND) -> np.ndarray:
