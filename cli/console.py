@@ -103,7 +103,10 @@ def import_tensorflow_quietly(start_runtime: bool = True) -> None:
     TensorFlow 2.21 writes C++ start-up lines (oneDNN, CUDA probing) to stderr before its
     logging is configured, so TF_CPP_MIN_LOG_LEVEL cannot hide them. A Python error is
     still raised, and shown, after stderr is restored. Commands that create a
-    multi-worker strategy pass start_runtime=False: no op may run before the strategy.
+    multi-worker strategy pass start_runtime=False: no op may run before the strategy, but
+    the devices are still listed here, silenced, because listing them is what probes CUDA
+    (on a CPU machine: "failed call to cuInit", logged once at ERROR level, which
+    TF_CPP_MIN_LOG_LEVEL=2 lets through) and listing does not start the runtime.
     """
     saved_stderr = os.dup(2)
     devnull = os.open(os.devnull, os.O_WRONLY)
@@ -111,6 +114,7 @@ def import_tensorflow_quietly(start_runtime: bool = True) -> None:
         os.dup2(devnull, 2)
         import tensorflow as tf
 
+        tf.config.list_physical_devices()
         if start_runtime:
             tf.constant(0) + 0  # the first op starts the runtime, which prints more lines
     finally:

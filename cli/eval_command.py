@@ -20,13 +20,28 @@ def _is_run_directory(path: Path) -> bool:
     return path.is_dir() and (path / RECIPE_FILE).is_file()
 
 
-def _stream(source: Path, protocol, options: dict):
-    """A run directory is evaluated; an eval folder or scores.npz is loaded as saved."""
+def _stream(source: Path, protocol, options: dict, force: bool):
+    """A run directory is evaluated (unless its evaluation under the same protocol, split,
+    data and weights is already saved and not `force`); an eval folder or scores.npz is
+    loaded as saved."""
     from actrec.errors import ConfigError
-    from actrec.evaluation.evaluate import evaluate_run, load_evaluation
+    from actrec.evaluation.evaluate import evaluate_run, load_evaluation, saved_run_evaluation
     from actrec.evaluation.scores import SCORES_FILE
 
     if _is_run_directory(source):
+        if not force:
+            saved = saved_run_evaluation(
+                source, protocol, data_dir=options["data_dir"], split=options["split"]
+            )
+            if saved is not None:
+                console().print(
+                    f"{source}: reusing its saved evaluation {saved.out_dir} (same protocol, "
+                    "split, data and weights; --force evaluates again)",
+                    soft_wrap=True,
+                    highlight=False,
+                )
+                return saved
+        import_tensorflow_quietly()
         return evaluate_run(source, protocol, progress=RichProgress("videos"), **options)
     if source.is_file() or (source / SCORES_FILE).is_file():
         return load_evaluation(source)
@@ -60,7 +75,7 @@ def _summary_table(evaluations, title: str) -> Table:
 
 
 @click.command(name="eval")
-@click.argument("run_dir", required=False, type=click.Path(path_type=Path))
+@click.argument("run_dir", metavar="RUN", required=False, type=click.Path(path_type=Path))
 @click.option(
     "--data",
     "data_dir",
@@ -94,6 +109,13 @@ def _summary_table(evaluations, title: str) -> Table:
     help="Fusion weights in the order of --fuse [default: RGB 1, flow 1.5].",
 )
 @click.option(
+    "--force",
+    is_flag=True,
+    default=False,
+    help="With --fuse: evaluate run directories again even when their evaluation under the "
+    "same protocol, split, data and weights is saved (by default it is reused).",
+)
+@click.option(
     "--batch-size",
     "view_batch",
     type=click.IntRange(min=1),
@@ -118,6 +140,7 @@ def eval_command(
     crops,
     fuse,
     weights,
+    force,
     view_batch,
     out_dir,
 ):
@@ -132,12 +155,14 @@ def eval_command(
     if weights is not None and not fuse:
         raise ConfigError("--weights applies to --fuse; give --fuse RGB FLOW as well")
     protocol = resolve_protocol(protocol_name, segments, clips, int(crops) if crops else None)
-    import_tensorflow_quietly()
+    if force and not fuse:
+        raise ConfigError("--force applies to --fuse (a single RUN is always evaluated)")
     options = {"data_dir": data_dir, "split": split, "view_batch": view_batch}
     if fuse:
-        streams = [_stream(source, protocol, options) for source in fuse]
+        streams = [_stream(source, protocol, options, force) for source in fuse]
         evaluations = [*streams, fuse_evaluations(streams, weights, out_dir)]
     else:
+        import_tensorflow_quietly()
         evaluations = [
             evaluate_run(
                 run_dir, protocol, out_dir=out_dir, progress=RichProgress("videos"), **options

@@ -15,20 +15,21 @@ from rich.table import Table
 @click.option(
     "--contact-sheet",
     type=click.Path(path_type=Path),
-    help="PNG of a few RGB frames and their flow [default: PREPARED/contact_sheet.png].",
+    help="PNG of RGB frames over their colour-coded flow, one video per class, with a key "
+    "to the flow colours [default: PREPARED/contact_sheet.png].",
 )
 @click.option(
     "--videos",
     "num_videos",
-    type=int,
-    default=4,
+    type=click.IntRange(min=1),
+    default=8,
     show_default=True,
-    help="Videos on the contact sheet.",
+    help="Classes on the contact sheet, one video each.",
 )
 @click.option(
     "--frames",
     "frames_per_video",
-    type=int,
+    type=click.IntRange(min=1),
     default=6,
     show_default=True,
     help="Frames per video on the contact sheet.",

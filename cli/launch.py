@@ -52,9 +52,11 @@ def launch(num_workers, base_port, timeout, grace_period, command):
 
     Each worker gets its own TF_CONFIG (and GPU when there are GPUs); output lines are
     prefixed "[worker i] ". When one worker fails the others are stopped, and the exit
-    code is the failing worker's.
+    code is the failing worker's. For example:
 
-        actrec launch -n 2 -- actrec train --recipe tsm-kinetics400 --data DATA --workdir RUN
+    \b
+        actrec launch -n 2 -- actrec train --recipe tsm-kinetics400 \\
+            --data DATA --workdir RUN
     """
     from actrec.train.launch import run_local_workers
 

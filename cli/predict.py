@@ -30,7 +30,9 @@ def _quiet_opencv() -> None:
 
 
 @click.command()
-@click.argument("videos", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.argument(
+    "videos", metavar="VIDEO...", nargs=-1, required=True, type=click.Path(path_type=Path)
+)
 @click.option(
     "--model",
     "model_dir",

@@ -7,9 +7,9 @@ from actrec_cli.console import console
 from rich.console import Console
 from rich.table import Table
 
-# Output that is not a terminal (a pipe, a file, a test) is drawn this wide, so no cell is
-# cut short for lack of columns.
-NON_TERMINAL_WIDTH = 200
+# Output that is not a terminal (a pipe, a file, a test) is drawn this wide: the width of a
+# common terminal, so a piped listing reads like the interactive one.
+NON_TERMINAL_WIDTH = 100
 
 
 @click.command()
@@ -32,31 +32,38 @@ def recipes(show: str | None) -> None:
         click.echo(recipe_to_yaml(recipe), nl=False)
         return
 
+    out = console()
+    if not out.is_terminal:
+        out = Console(width=NON_TERMINAL_WIDTH, no_color=True, highlight=False)
+    out.print(recipes_table([load_recipe(name) for name in builtin_recipe_names()]))
+
+
+def recipes_table(recipes_to_list) -> Table:
+    """One row per recipe; each cell is a few short phrases, one per line, so that no phrase
+    is cut or broken in a terminal of 100 columns (the name column is as wide as the longest
+    name; the reference wraps under it)."""
     from actrec.train.schedule import batch_schedule_summary, learning_rate_summary
 
-    names = builtin_recipe_names()
-    table = Table(title="Built-in recipes (actrec recipes --show NAME prints one)")
-    table.add_column("name", no_wrap=True, min_width=max(len(name) for name in names))
-    for column in ("model", "input", "batch", "lr", "epochs", "sync"):
-        table.add_column(column, no_wrap=True)
-    table.add_column("reference", overflow="fold", min_width=16)
-    for name in names:
-        recipe = load_recipe(name)
+    table = Table(
+        title="Built-in recipes (actrec recipes --show NAME prints one)",
+        title_justify="left",
+        show_lines=True,
+    )
+    longest = max(len(recipe.name) for recipe in recipes_to_list)
+    table.add_column("recipe and reference", min_width=longest, overflow="fold")
+    table.add_column("model", no_wrap=True)
+    table.add_column("schedule", no_wrap=True)
+    table.add_column("sync", no_wrap=True)
+    for recipe in recipes_to_list:
         data, model, train = recipe.data, recipe.model, recipe.train
         modality = data.modality if data.modality == "rgb" else f"flow×{data.new_length}"
         sync = train.sync if train.sync == "allreduce" else f"kavg K={train.kavg_steps}"
         reference = recipe.reference.splitlines()[0] if recipe.reference else ""
         table.add_row(
-            name,
-            f"{model.architecture}/{model.backbone}",
-            f"{modality} T={data.num_segments}",
-            batch_schedule_summary(train),
-            learning_rate_summary(train),
-            str(train.epochs),
+            f"[bold]{recipe.name}[/]\n[dim]{reference}[/]",
+            f"{model.architecture}/{model.backbone}\n{modality} T={data.num_segments}",
+            f"batch {batch_schedule_summary(train)}\nlr {learning_rate_summary(train)}\n"
+            f"{train.epochs} epochs",
             sync,
-            reference,
         )
-    out = console()
-    if not out.is_terminal:
-        out = Console(width=max(out.width, NON_TERMINAL_WIDTH))
-    out.print(table)
+    return table

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from conftest import cli_output_with_heavy_modules
+import subprocess
+import sys
+
+from conftest import REPO_ROOT, cli_output_with_heavy_modules
+from rich.console import Console
 
 from actrec.config import builtin_recipe_names, dump_recipe, load_recipe
 
@@ -15,9 +19,58 @@ def test_recipes_lists_every_builtin(cli_runner):
     for name in names:
         assert name in result.output
     assert "kavg K=4" in result.output
-    assert "64->512 x2/10ep" in result.output
-    assert "0.02 linear@128" in result.output
+    assert "batch 64->512 x2/10ep" in result.output
+    assert "lr 0.02 linear@128" in result.output
     assert "TSN, Wang et al. ECCV 2016" in result.output
+
+
+def _phrases(recipe) -> list[str]:
+    """What the listing must show whole for `recipe`, one phrase per cell line."""
+    from actrec.train.schedule import batch_schedule_summary, learning_rate_summary
+
+    train = recipe.train
+    return [
+        recipe.name,
+        f"{recipe.model.architecture}/{recipe.model.backbone}",
+        f"batch {batch_schedule_summary(train)}",
+        f"lr {learning_rate_summary(train)}",
+        f"{train.epochs} epochs",
+    ]
+
+
+def test_recipes_table_fits_a_100_column_terminal_with_every_cell_whole():
+    from actrec_cli.recipes import recipes_table
+
+    recipes = [load_recipe(name) for name in builtin_recipe_names()]
+    terminal = Console(width=100, force_terminal=True, record=True, color_system=None)
+    terminal.print(recipes_table(recipes))
+    lines = terminal.export_text().splitlines()
+    assert max(len(line.rstrip()) for line in lines) <= 100
+    assert "…" not in "\n".join(lines)
+    cells = [cell.strip() for line in lines for cell in line.split("│")]
+    for recipe in recipes:
+        for phrase in _phrases(recipe):
+            assert phrase in cells, (phrase, "cut or wrapped")
+    # The reference wraps under the name, but every word of it is there.
+    words = " ".join(cells).split()
+    for recipe in recipes:
+        for word in recipe.reference.splitlines()[0].split():
+            assert word in words
+
+
+def test_recipes_piped_is_100_columns_with_every_name():
+    piped = subprocess.run(
+        [sys.executable, "-m", "actrec_cli.main", "recipes"],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=REPO_ROOT,
+    ).stdout
+    lines = piped.splitlines()
+    assert max(len(line.rstrip()) for line in lines) <= 100
+    assert "\x1b[" not in piped  # no colour codes in a file
+    for name in builtin_recipe_names():
+        assert any(line.startswith(f"│ {name} ") for line in lines), name
 
 
 def test_show_prints_yaml_that_loads_back(cli_runner, tmp_path):

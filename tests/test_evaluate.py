@@ -199,6 +199,43 @@ def test_fusing_runs_and_fusing_their_saved_scores_agree(runs, cli_runner, tmp_p
     ]
 
 
+def test_fusing_evaluated_runs_reuses_their_evaluations_without_running_a_model(runs, tmp_path):
+    import shutil
+
+    from conftest import cli_output_with_heavy_modules
+
+    copies = {name: tmp_path / name for name in ("rgb", "flow")}
+    for name, copy in copies.items():
+        shutil.copytree(runs[name], copy, ignore=shutil.ignore_patterns("eval"))
+        evaluate_run(copy, resolve_protocol("centre"))
+    saved = {name: copy / "eval" / "test-centre" / "scores.npz" for name, copy in copies.items()}
+    stamps = {name: path.stat().st_mtime_ns for name, path in saved.items()}
+
+    fuse = ["eval", "--fuse", str(copies["rgb"]), str(copies["flow"])]
+    output = cli_output_with_heavy_modules([*fuse, "--out", str(tmp_path / "fused")])
+    assert output.count("reusing its saved evaluation") == 2, output
+    assert "HEAVY []" in output  # no TensorFlow, Keras or OpenCV: no model ran
+    assert {name: path.stat().st_mtime_ns for name, path in saved.items()} == stamps
+    fused = load_video_scores(tmp_path / "fused")
+    expected = (
+        load_video_scores(saved["rgb"]).scores + 1.5 * load_video_scores(saved["flow"]).scores
+    ) / 2.5
+    np.testing.assert_allclose(fused.scores, expected, atol=1e-12)
+
+    # Another protocol, new weights, or --force: evaluated again.
+    output = cli_output_with_heavy_modules(
+        [*fuse, "--protocol", "tsm-8x1", "--out", str(tmp_path / "other")]
+    )
+    assert "reusing" not in output and "tensorflow" in output
+    (copies["flow"] / "final.weights.h5").touch()
+    output = cli_output_with_heavy_modules([*fuse, "--out", str(tmp_path / "retrained")])
+    assert output.count("reusing its saved evaluation") == 1
+    assert saved["flow"].stat().st_mtime_ns != stamps["flow"]
+    output = cli_output_with_heavy_modules([*fuse, "--force", "--out", str(tmp_path / "force")])
+    assert "reusing" not in output
+    assert saved["rgb"].stat().st_mtime_ns != stamps["rgb"]
+
+
 def test_fusion_refuses_streams_of_other_classes(runs, tmp_path):
     rgb = load_evaluation(runs["rgb"] / "eval" / "test-centre")
     other = load_evaluation(runs["rgb"] / "eval" / "test-centre")

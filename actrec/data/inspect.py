@@ -11,12 +11,13 @@ import numpy as np
 
 from actrec.atomic import write_bytes_atomic
 from actrec.data import shards
-from actrec.data.flow import dequantize_flow, flow_to_color
+from actrec.data.contact_sheet import ContactVideo, contact_sheet_png
+from actrec.data.flow import dequantize_flow
 from actrec.data.manifest import read_manifest
 from actrec.progress import NullProgress, Progress
 
 MAX_PROBLEMS_LISTED = 50
-TILE_HEIGHT = 96
+CONTACT_SHEET_VIDEOS = 8  # one per class, up to 8 classes (the synthetic set has 8)
 
 
 @dataclass
@@ -30,6 +31,7 @@ class InspectionReport:
     problems: list[str] = field(default_factory=list)
     num_problems: int = 0
     contact_sheet: Path | None = None
+    contact_sheet_classes: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -95,68 +97,36 @@ def _evenly_spaced(count: int, available: int) -> list[int]:
     return sorted({round(i * (available - 1) / max(count - 1, 1)) for i in range(count)})
 
 
-def _tile(image: np.ndarray) -> np.ndarray:
-    """Resize an RGB [H, W, 3] image to TILE_HEIGHT rows."""
-    height, width = image.shape[:2]
-    return cv2.resize(image, (max(1, round(width * TILE_HEIGHT / height)), TILE_HEIGHT))
-
-
-def _contact_rows(example, frames_per_video: int, with_flow: bool) -> np.ndarray:
-    """Two rows of tiles for one video: RGB frames over their colour-coded flow. RGB [H, W, 3]."""
+def _contact_video(example, frames_per_video: int, with_flow: bool) -> ContactVideo:
+    """`frames_per_video` evenly spaced RGB frames of one record and the flow that follows
+    each (in pixels)."""
     rgb_jpegs = _decoded_sequence(example, shards.RGB_KEY)
     indices = _evenly_spaced(frames_per_video, len(rgb_jpegs) - (1 if with_flow else 0))
     decode = lambda data, flag: cv2.imdecode(np.frombuffer(data, np.uint8), flag)  # noqa: E731
-    rgb = [
-        _tile(cv2.cvtColor(decode(rgb_jpegs[i], cv2.IMREAD_COLOR), cv2.COLOR_BGR2RGB))
-        for i in indices
-    ]
-    rows = [np.concatenate(rgb, axis=1)]
+    rgb = [cv2.cvtColor(decode(rgb_jpegs[i], cv2.IMREAD_COLOR), cv2.COLOR_BGR2RGB) for i in indices]
+    flows = []
     if with_flow:
         flow_x = _decoded_sequence(example, shards.FLOW_X_KEY)
         flow_y = _decoded_sequence(example, shards.FLOW_Y_KEY)
-        colours = []
         for i in indices:
             quantized = np.stack(
                 [decode(flow_x[i], cv2.IMREAD_GRAYSCALE), decode(flow_y[i], cv2.IMREAD_GRAYSCALE)],
                 axis=-1,
             )
-            colours.append(_tile(flow_to_color(dequantize_flow(quantized))))
-        rows.append(np.concatenate(colours, axis=1))
-    block = np.concatenate(rows, axis=0)
-    label = example.context.feature[shards.LABEL_TEXT_KEY].bytes_list.value[0].decode()
-    video_id = example.context.feature[shards.VIDEO_ID_KEY].bytes_list.value[0].decode()
-    header = np.full((22, block.shape[1], 3), 255, np.uint8)
-    cv2.putText(
-        header,
-        f"{label}  {video_id}"[:80],
-        (4, 16),
-        cv2.FONT_HERSHEY_SIMPLEX,
-        0.45,
-        (0, 0, 0),
-        1,
-        cv2.LINE_AA,
+            flows.append(dequantize_flow(quantized))
+    context = example.context.feature
+    return ContactVideo(
+        label=context[shards.LABEL_TEXT_KEY].bytes_list.value[0].decode(),
+        video_id=context[shards.VIDEO_ID_KEY].bytes_list.value[0].decode(),
+        rgb_frames=rgb,
+        flow_fields=flows,
     )
-    return np.concatenate([header, block], axis=0)
-
-
-def _write_contact_sheet(path: Path, blocks: list[np.ndarray]) -> None:
-    width = max(block.shape[1] for block in blocks)
-    padded = [
-        np.pad(block, ((0, 4), (0, width - block.shape[1]), (0, 0)), constant_values=255)
-        for block in blocks
-    ]
-    sheet = np.concatenate(padded, axis=0)
-    ok, png = cv2.imencode(".png", cv2.cvtColor(sheet, cv2.COLOR_RGB2BGR))
-    if not ok:
-        raise RuntimeError("OpenCV could not encode the contact sheet")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_bytes_atomic(path, png.tobytes())
 
 
 def inspect_prepared(
     prepared_dir: Path | str,
     contact_sheet: Path | str | None = None,
-    num_videos: int = 4,
+    num_videos: int = CONTACT_SHEET_VIDEOS,
     frames_per_video: int = 6,
     progress: Progress | None = None,
 ) -> InspectionReport:
@@ -165,15 +135,15 @@ def inspect_prepared(
     Checks: each listed shard exists and parses, each record's id is in the manifest, is in
     the shard the manifest names, appears once, and has the manifest's digest, label and
     frame count (and T-1 flow frames); every video the manifest lists as prepared is found.
-    With `contact_sheet`, writes a PNG of `num_videos` videos (different classes where
-    possible): RGB frames over colour-coded flow.
+    With `contact_sheet`, writes a PNG (actrec.data.contact_sheet) of one video per class,
+    for up to `num_videos` classes: RGB frames over colour-coded flow, and the flow key.
     """
     progress = progress or NullProgress()
     prepared_dir = Path(prepared_dir)
     manifest = read_manifest(prepared_dir)
     with_flow = manifest["settings"].get("flow", "none") != "none"
     report = InspectionReport()
-    blocks: list[np.ndarray] = []
+    videos: list[ContactVideo] = []
     labels_drawn: set[int] = set()
     total = sum(info["videos"] for info in manifest["splits"].values())
     progress.start("reading records", total)
@@ -204,9 +174,9 @@ def inspect_prepared(
                             continue
                         label = example.context.feature[shards.LABEL_INDEX_KEY].int64_list.value[0]
                         report.frames[split] += len(_decoded_sequence(example, shards.RGB_KEY))
-                        if contact_sheet and len(blocks) < num_videos and label not in labels_drawn:
+                        if contact_sheet and len(videos) < num_videos and label not in labels_drawn:
                             labels_drawn.add(label)
-                            blocks.append(_contact_rows(example, frames_per_video, with_flow))
+                            videos.append(_contact_video(example, frames_per_video, with_flow))
                 except Exception as error:  # tf.errors.DataLossError for a corrupt shard
                     report.add_problem(f"{shard_name}: cannot be read to the end ({error})")
             for video_id in sorted(set(expected) - seen):
@@ -216,7 +186,9 @@ def inspect_prepared(
                 )
     finally:
         progress.finish()
-    if contact_sheet and blocks:
+    if contact_sheet and videos:
         report.contact_sheet = Path(contact_sheet)
-        _write_contact_sheet(report.contact_sheet, blocks)
+        report.contact_sheet_classes = [video.label for video in videos]
+        report.contact_sheet.parent.mkdir(parents=True, exist_ok=True)
+        write_bytes_atomic(report.contact_sheet, contact_sheet_png(videos))
     return report

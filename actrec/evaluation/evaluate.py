@@ -2,6 +2,7 @@
 
 evaluate_run      run + prepared data + protocol -> scores, metrics, RUN/eval/SPLIT-PROTOCOL/
 load_evaluation   a saved evaluation (its scores.npz and results.json) as a stream to fuse
+saved_run_evaluation  a run's evaluation already on disk for the same protocol, or None
 fuse_evaluations  streams' scores -> weighted fusion, its metrics and files
 """
 
@@ -17,6 +18,7 @@ from actrec.errors import ConfigError, DatasetError
 from actrec.evaluation.metrics import Metrics, classification_metrics
 from actrec.evaluation.protocols import Protocol
 from actrec.evaluation.reports import RESULTS_FILE, write_evaluation
+from actrec.evaluation.reuse import evaluation_request, saved_evaluation_folder
 from actrec.evaluation.scores import (
     SCORES_FILE,
     VideoScores,
@@ -113,13 +115,8 @@ def evaluate_run(
         "name": run.name,
         "run": str(Path(run_dir).resolve()),
         "modality": run.modality,
-        "data": str(Path(data_dir).resolve()),
-        "split": split,
-        "protocol": protocol.name,
+        **evaluation_request(run, protocol, data_dir, split),
         "protocol_description": protocol.description,
-        "num_segments": num_segments,
-        "num_clips": protocol.num_clips,
-        "num_crops": protocol.num_crops,
         "views_per_video": spec.num_views,
         "seconds": round(time.monotonic() - started, 3),
     }
@@ -128,6 +125,24 @@ def evaluate_run(
     )
     files = write_evaluation(out_dir, scores, metrics, results)
     return Evaluation(run.name, scores, metrics, out_dir, results, files)
+
+
+def saved_run_evaluation(
+    run_dir: Path | str,
+    protocol: Protocol,
+    *,
+    data_dir: Path | str | None = None,
+    split: str = "test",
+) -> Evaluation | None:
+    """The evaluation `evaluate_run` would make, loaded from RUN/eval/SPLIT-PROTOCOL when
+    that folder already holds it (same split, protocol, data and weights file); else None.
+    Reads no model and imports no TensorFlow."""
+    from actrec.trained_run import load_trained_run, resolve_data_dir
+
+    run = load_trained_run(run_dir)
+    request = evaluation_request(run, protocol, resolve_data_dir(run, data_dir), split)
+    folder = saved_evaluation_folder(default_eval_dir(run.run_dir, split, protocol), request)
+    return None if folder is None else load_evaluation(folder)
 
 
 def load_evaluation(path: Path | str) -> Evaluation:

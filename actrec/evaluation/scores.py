@@ -144,7 +144,7 @@ def fuse_video_scores(
     Every stream must cover the same videos with the same classes and labels; the rows
     follow the first stream's order.
     """
-    from actrec.models.fusion import fuse_scores
+    from actrec.models.score_fusion import fuse_scores
 
     first = streams[0]
     aligned = [first.scores]

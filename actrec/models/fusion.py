@@ -1,7 +1,8 @@
 """Two-stream fusion: a weighted average of the streams' softmax scores (TSN: RGB 1, flow 1.5).
 
-`fuse_scores` fuses saved per-video scores (evaluation); `build_two_stream_model` joins two
-trained segment models into one model for evaluation and export.
+`fuse_scores` (actrec.models.score_fusion, free of Keras) fuses saved per-video scores
+(evaluation); `build_two_stream_model` joins two trained segment models into one model for
+evaluation and export.
 """
 
 from __future__ import annotations
@@ -9,36 +10,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import keras
-import numpy as np
 from keras import ops
 
 from actrec.errors import ConfigError
+from actrec.models.score_fusion import TSN_STREAM_WEIGHTS, checked_fusion_weights, fuse_scores
 
-TSN_STREAM_WEIGHTS = (1.0, 1.5)  # RGB : flow
-
-
-def _checked_weights(weights: Sequence[float], streams: int) -> tuple[float, ...]:
-    weights = tuple(float(weight) for weight in weights)
-    if len(weights) != streams:
-        raise ConfigError(f"{streams} streams need {streams} fusion weights, got {list(weights)}")
-    if any(weight < 0 for weight in weights) or sum(weights) <= 0:
-        raise ConfigError(
-            f"fusion weights must be non-negative with a positive sum, got {list(weights)}"
-        )
-    return weights
-
-
-def fuse_scores(scores: Sequence[np.ndarray], weights: Sequence[float] = TSN_STREAM_WEIGHTS):
-    """Returns sum_i w_i * scores_i / sum_i w_i for softmax scores [N, K] of each stream."""
-    weights = _checked_weights(weights, len(scores))
-    shapes = {np.shape(score) for score in scores}
-    if len(shapes) != 1:
-        raise ConfigError(f"stream scores must have one shape [N, K], got {sorted(shapes)}")
-    total = sum(
-        weight * np.asarray(score, dtype=np.float64)
-        for weight, score in zip(weights, scores, strict=True)
-    )
-    return total / sum(weights)
+__all__ = ["TSN_STREAM_WEIGHTS", "WeightedScoreFusion", "build_two_stream_model", "fuse_scores"]
 
 
 @keras.saving.register_keras_serializable(package="actrec")
@@ -50,7 +27,7 @@ class WeightedScoreFusion(keras.layers.Layer):
         self.stream_weights = [float(weight) for weight in stream_weights]
 
     def call(self, inputs):
-        weights = _checked_weights(self.stream_weights, len(inputs))
+        weights = checked_fusion_weights(self.stream_weights, len(inputs))
         total = sum(
             weight * ops.softmax(logits, axis=-1)
             for weight, logits in zip(weights, inputs, strict=True)
@@ -74,7 +51,7 @@ def build_two_stream_model(
 ) -> keras.Model:
     """Returns a model {"rgb": [B, T, H, W, 3], "flow": [B, T, H, W, 2L]} -> fused softmax
     scores [B, K], from two trained segment models (logits out) sharing their classes."""
-    _checked_weights(stream_weights, 2)
+    checked_fusion_weights(stream_weights, 2)
     rgb_classes, flow_classes = rgb_model.output_shape[-1], flow_model.output_shape[-1]
     if rgb_classes != flow_classes:
         raise ConfigError(
