@@ -20,7 +20,7 @@ from rich.table import Table
 @click.option(
     "--videos",
     "num_videos",
-    type=int,
+    type=click.IntRange(min=0),
     default=4,
     show_default=True,
     help="Videos on the contact sheet.",
@@ -28,7 +28,7 @@ from rich.table import Table
 @click.option(
     "--frames",
     "frames_per_video",
-    type=int,
+    type=click.IntRange(min=1),
     default=6,
     show_default=True,
     help="Frames per video on the contact sheet.",

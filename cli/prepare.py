@@ -56,38 +56,49 @@ def default_out(dataset: str, split: str | None) -> Path:
     help="Frame size: a short side (256), a fixed WIDTHxHEIGHT (340x256) or original "
     "[default: 256; original for synthetic].",
 )
-@click.option("--fps", type=float, help="Resample videos to this frame rate [default: keep].")
 @click.option(
-    "--workers", type=int, default=None, help="Parallel worker processes [default: number of CPUs]."
+    "--fps",
+    type=click.FloatRange(min=0, min_open=True),
+    help="Resample videos to this frame rate [default: keep].",
 )
-@click.option("--jpeg-quality", type=int, default=90, show_default=True)
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Parallel worker processes [default: number of CPUs].",
+)
+@click.option("--jpeg-quality", type=click.IntRange(1, 100), default=90, show_default=True)
 @click.option(
     "--min-frames",
-    type=int,
+    type=click.IntRange(min=1),
     default=8,
     show_default=True,
     help="Skip videos with fewer decoded frames.",
 )
 @click.option(
     "--shard-size-mb",
-    type=float,
+    type=click.FloatRange(min=0, min_open=True),
     default=150.0,
     show_default=True,
     help="Close a shard once it holds this many MB.",
 )
 @click.option(
-    "--seed", type=int, default=0, show_default=True, help="Seed of the stratified split (folder)."
+    "--seed",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="Seed of the stratified split (folder).",
 )
 @click.option(
     "--val-fraction",
-    type=float,
+    type=click.FloatRange(0, 1, max_open=True),
     default=0.1,
     show_default=True,
     help="Validation share of the stratified split (folder).",
 )
 @click.option(
     "--test-fraction",
-    type=float,
+    type=click.FloatRange(0, 1, max_open=True),
     default=0.2,
     show_default=True,
     help="Test share of the stratified split (folder).",

@@ -10,10 +10,10 @@ from actrec_cli.console import RichProgress, console
 
 @click.command()
 @click.argument("root", type=click.Path(path_type=Path), default=Path("datasets/raw/synthetic"))
-@click.option("--videos-per-class", type=int, default=24, show_default=True)
-@click.option("--frames", "num_frames", type=int, default=24, show_default=True)
+@click.option("--videos-per-class", type=click.IntRange(min=2), default=24, show_default=True)
+@click.option("--frames", "num_frames", type=click.IntRange(min=2), default=24, show_default=True)
 @click.option("--size", default="128x96", show_default=True, help="WIDTHxHEIGHT of the videos.")
-@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
 def synthetic(root, videos_per_class, num_frames, size, seed):
     """Generate the synthetic motion dataset (UCF101 layout) in ROOT.
 
