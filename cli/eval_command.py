@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-from actrec_cli.console import RichProgress, console, import_tensorflow_quietly
+from actrec_cli.console import console, import_tensorflow_quietly, progress_for
 from actrec_cli.options import parse_fusion_weights
 from rich.table import Table
 
@@ -27,7 +27,7 @@ def _stream(source: Path, protocol, options: dict):
     from actrec.evaluation.scores import SCORES_FILE
 
     if _is_run_directory(source):
-        return evaluate_run(source, protocol, progress=RichProgress("videos"), **options)
+        return evaluate_run(source, protocol, progress=progress_for("videos"), **options)
     if source.is_file() or (source / SCORES_FILE).is_file():
         return load_evaluation(source)
     raise ConfigError(
@@ -140,7 +140,7 @@ def eval_command(
     else:
         evaluations = [
             evaluate_run(
-                run_dir, protocol, out_dir=out_dir, progress=RichProgress("videos"), **options
+                run_dir, protocol, out_dir=out_dir, progress=progress_for("videos"), **options
             )
         ]
     title = f"{protocol.name} on {evaluations[0].results.get('split', split)}"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-from actrec_cli.console import RichProgress, console, import_tensorflow_quietly
+from actrec_cli.console import console, import_tensorflow_quietly, progress_for
 from actrec_cli.options import parse_fusion_weights
 
 
@@ -72,7 +72,7 @@ def export(run_dir, other_run, out_dir, weights, top_k, model_format, data_dir, 
         top_k=top_k,
         overwrite=overwrite,
         data_dir=data_dir,
-        progress=RichProgress("steps"),
+        progress=progress_for("steps"),
     )
     kind = "two-stream" if len(summary.modalities) == 2 else summary.modalities[0]
     console().print(

@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 import click
-from actrec_cli.console import RichProgress, console, import_tensorflow_quietly
+from actrec_cli.console import console, import_tensorflow_quietly, progress_for
 from rich.table import Table
 
 
@@ -44,7 +44,7 @@ def inspect(prepared, contact_sheet, num_videos, frames_per_video):
         contact_sheet or prepared / "contact_sheet.png",
         num_videos,
         frames_per_video,
-        RichProgress("records"),
+        progress_for("records"),
     )
     table = Table(title=f"{prepared}")
     for column in ("split", "records", "manifest", "skipped", "frames"):

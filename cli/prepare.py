@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 import click
-from actrec_cli.console import RichProgress, console, import_tensorflow_quietly
+from actrec_cli.console import console, import_tensorflow_quietly, progress_for
 from rich.table import Table
 
 DATASETS = ("ucf101", "hmdb51", "kinetics", "folder", "synthetic")
@@ -166,7 +166,7 @@ def prepare(
         out_dir,
         settings,
         workers=workers or os.cpu_count() or 1,
-        progress=RichProgress("videos"),
+        progress=progress_for("videos"),
         root=root.resolve(),
     )
     _print_summary(summary)
@@ -177,7 +177,7 @@ def _generate_synthetic_if_missing(root: Path) -> None:
 
     if not is_synthetic_dataset(root):
         console().print(f"generating the synthetic motion dataset in {root}")
-        generate_synthetic_dataset(root, progress=RichProgress("videos"))
+        generate_synthetic_dataset(root, progress=progress_for("videos"))
 
 
 def _print_dry_run(report, dataset: str) -> None:

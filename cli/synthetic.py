@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-from actrec_cli.console import RichProgress, console
+from actrec_cli.console import console, progress_for
 
 
 @click.command()
@@ -34,7 +34,7 @@ def synthetic(root, videos_per_class, num_frames, size, seed):
         height=height,
         seed=seed,
     )
-    generate_synthetic_dataset(root, config, progress=RichProgress("videos"))
+    generate_synthetic_dataset(root, config, progress=progress_for("videos"))
     console().print(
         f"synthetic dataset in {root}; prepare it with `actrec prepare synthetic --root {root}`",
         soft_wrap=True,

@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 import click
-from actrec_cli.console import RichProgress, console, import_tensorflow_quietly
+from actrec_cli.console import console, import_tensorflow_quietly, progress_for
 from actrec_cli.options import parse_batch_size_option, parse_memory_size_option
 
 
@@ -117,7 +117,7 @@ def train(
             "note: --memory-budget is used only when the batch is auto (--batch-size auto)",
             soft_wrap=True,
         )
-    progress = RichProgress("steps") if chief else None
+    progress = progress_for("steps", every=recipe.runtime.log_every_steps) if chief else None
     summary = train_run(
         recipe,
         prepared,
