@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 from actrec_cli.console import console, import_tensorflow_quietly, progress_for
-from actrec_cli.options import parse_fusion_weights
+from actrec_cli.options import checkpoint_option, parse_fusion_weights
 from rich.table import Table
 
 from actrec.evaluation.protocols import DEFAULT_PROTOCOL, PROTOCOLS
@@ -105,9 +105,10 @@ def _summary_table(evaluations, title: str) -> Table:
     "--out",
     "out_dir",
     type=click.Path(path_type=Path),
-    help="Folder for the results [default: RUN/eval/SPLIT-PROTOCOL; for --fuse, "
-    "fused-A-B beside the first stream's].",
+    help="Folder for the results [default: RUN/eval/SPLIT-PROTOCOL (-best with --checkpoint "
+    "best); for --fuse, fused-A-B beside the first stream's].",
 )
+@checkpoint_option
 def eval_command(
     run_dir,
     data_dir,
@@ -120,6 +121,7 @@ def eval_command(
     weights,
     view_batch,
     out_dir,
+    checkpoint,
 ):
     """Evaluate RUN (or --fuse two streams) under a test protocol: top-1, top-5 and mean class
     accuracy, per-class CSV, confusion matrix PNG and per-video scores."""
@@ -133,7 +135,12 @@ def eval_command(
         raise ConfigError("--weights applies to --fuse; give --fuse RGB FLOW as well")
     protocol = resolve_protocol(protocol_name, segments, clips, int(crops) if crops else None)
     import_tensorflow_quietly()
-    options = {"data_dir": data_dir, "split": split, "view_batch": view_batch}
+    options = {
+        "data_dir": data_dir,
+        "split": split,
+        "view_batch": view_batch,
+        "checkpoint": checkpoint,
+    }
     if fuse:
         streams = [_stream(source, protocol, options) for source in fuse]
         evaluations = [*streams, fuse_evaluations(streams, weights, out_dir)]

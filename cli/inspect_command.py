@@ -65,4 +65,9 @@ def inspect(prepared, contact_sheet, num_videos, frames_per_video):
             console().print(f"[red]problem:[/] {problem}", highlight=False, soft_wrap=True)
         console().print(f"[bold red]{report.num_problems} problem(s) found[/]")
         sys.exit(1)
-    console().print("[green]every record matches the manifest[/]")
+    checksums = (
+        "every shard matches its size and SHA-256, and every record"
+        if report.checksums_verified
+        else "every record"
+    )
+    console().print(f"[green]{checksums} matches the manifest[/]")

@@ -6,6 +6,17 @@ import math
 
 import click
 
+checkpoint_option = click.option(
+    "--checkpoint",
+    type=click.Choice(["final", "best"]),
+    default="final",
+    show_default=True,
+    help="Which trained weights: final (final.weights.h5, the last epoch, as the published "
+    "protocols report) or best (best.weights.h5, the epoch with the best validation top-1; "
+    "never chosen on the test split).",
+)
+"""`--checkpoint final|best` of `actrec eval` and `actrec export`."""
+
 
 def parse_fusion_weights(context, parameter, value: str | None):
     """click callback: "1,1.5" -> (1.0, 1.5); None stays None (the command's default).

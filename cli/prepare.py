@@ -204,9 +204,18 @@ def _print_dry_run(report, dataset: str) -> None:
 
 
 def _print_summary(summary) -> None:
-    if summary.already_complete:
+    if summary.repaired_shards:
         console().print(
-            f"{summary.out_dir} is already prepared with these settings; nothing to do.",
+            f"repaired {summary.out_dir}: re-made {len(summary.repaired_shards)} damaged "
+            f"shard(s) ({', '.join(summary.repaired_shards)}) from their "
+            f"{summary.repaired_videos} videos; every other shard matches the manifest",
+            soft_wrap=True,
+            highlight=False,
+        )
+    elif summary.already_complete:
+        console().print(
+            f"{summary.out_dir} is already prepared with these settings and every shard "
+            "matches its checksum; nothing to do.",
             soft_wrap=True,
         )
     table = Table(title=f"prepared {summary.out_dir}")
