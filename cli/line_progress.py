@@ -5,8 +5,8 @@ redrawn progress bar: rich would print its last frame squeezed into 80 columns, 
 values cut ("loss 2.243 accuracy 0.0625 lr … batch… E…"). This writes one whole line per
 report instead, never wrapped or cut:
 
-    epoch 1/80 10/37 (27%) 1.1 steps/s 18 clips/s loss 2.243 accuracy 0.0625 lr 0.001
-    batch 16 elapsed 0:00:09 ETA 0:00:24
+    epoch 2/2 3/3 (100%) 7.5 steps/s 20 clips/s loss 2.009 accuracy 0 lr 0.0001005
+    batch 4 recoveries 1 elapsed 0:00:00 ETA 0:00:00
 
 (on one line). A line is written every `every` units when given (the training log
 interval), else at most every `interval_seconds`, and once more when the stage finishes.

@@ -10,10 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from actrec.data.encode_video import PrepareSettings
 from actrec.data.integrity import check_shard_sizes, data_loss_error, shard_problems
-from actrec.data.prepare import prepare_dataset
-from actrec.data.sources import list_videos
 from actrec.data.synthetic import SyntheticConfig, generate_synthetic_dataset
 from actrec.errors import DatasetError
 
