@@ -42,20 +42,12 @@ def agreed_counts(strategy, flags: list[bool], num_workers: int) -> list[int]:
 
     values = tf.constant([1.0 if flag else 0.0 for flag in flags])
 
-    def count():
-        context = tf.distribute.get_replica_context()
-        first = tf.equal(context.replica_id_in_sync_group % _replicas_per_worker(strategy), 0)
-        return context.all_reduce("SUM", tf.where(first, values, tf.zeros_like(values)))
+    def count():  # every replica of a worker holds its worker's flags
+        return tf.distribute.get_replica_context().all_reduce("SUM", values)
 
     result = strategy.experimental_local_results(strategy.run(count))[0]
-    return [round(float(value)) for value in result.numpy()]
-
-
-def _replicas_per_worker(strategy) -> int:
-    try:
-        return max(1, len(strategy.extended.worker_devices))
-    except (RuntimeError, NotImplementedError):  # the default strategy has no device list
-        return 1
+    replicas_per_worker = strategy.num_replicas_in_sync / num_workers
+    return [round(float(value) / replicas_per_worker) for value in result.numpy()]
 
 
 def weights_are_finite(model) -> bool:
@@ -134,6 +126,25 @@ class DivergenceGuard:
             )
         else:
             self._recent.append(loss)
+
+    def check(
+        self, trainer, stop_requested: bool, communicate: bool, saving: bool, num_workers: int
+    ) -> tuple[int, int]:
+        """(workers asking to stop, workers diverged), the same on every worker.
+
+        communicate / saving: whether the workers exchange values at this step / save a
+        checkpoint after it (then also the trainer is synchronized and its weights must be
+        finite). Every worker calls this after every step with the same flags."""
+        stop = diverged = 0
+        if communicate or saving:
+            flags = [stop_requested, self.reason is not None]
+            stop, diverged = agreed_counts(trainer.strategy, flags, num_workers)
+        if (saving or stop) and not diverged:
+            trainer.synchronize()
+            if not weights_are_finite(trainer.model):  # the same on every worker now
+                self.reason = self.reason or "non-finite weights"
+                diverged = num_workers
+        return stop, diverged
 
     def roll_back(self, checkpoints, trainer, where: dict, metrics, progress, expected_classes):
         """Restore the latest checkpoint on this worker (every worker calls this at the same

@@ -343,7 +343,7 @@ def train(
     from actrec.data.pipeline import build_dataset, check_clip_spec, dataset_info
     from actrec.train.best import BestWeights
     from actrec.train.checkpoint import Position, RunCheckpoints
-    from actrec.train.divergence import DivergenceGuard, agreed_counts, weights_are_finite
+    from actrec.train.divergence import DivergenceGuard
     from actrec.train.faults import NanInjection
     from actrec.train.schedule import epoch_plan, learning_rate
     from actrec.train.validation import validation_plan
@@ -537,24 +537,14 @@ def train(
                 every = recipe.runtime.checkpoint_every_steps
                 saving = budget_spent or (every > 0 and trainer.step % every == 0)
                 saving = saving or step == plan.steps_per_epoch
-                stop = diverged = 0
-                # kavg workers communicate only every K steps, and before a checkpoint: so do
-                # the preemption and divergence checks, in one collective.
-                if (
-                    saving
-                    or recipe.train.sync == "allreduce"
-                    or (trainer.step % recipe.train.kavg_steps == 0)
-                ):
-                    stop, diverged = agreed_counts(
-                        strategy,
-                        [termination.raised, divergence.reason is not None],
-                        cluster.num_workers,
-                    )
-                if (saving or stop) and not diverged:
-                    trainer.synchronize()
-                    if not weights_are_finite(trainer.model):  # the same on every worker now
-                        divergence.reason = divergence.reason or "non-finite weights"
-                        diverged = cluster.num_workers
+                # kavg workers communicate only every K steps (and before a checkpoint); so do
+                # the preemption and divergence checks.
+                communicate = recipe.train.sync == "allreduce" or (
+                    trainer.step % recipe.train.kavg_steps == 0
+                )
+                stop, diverged = divergence.check(
+                    trainer, termination.raised, communicate, saving, cluster.num_workers
+                )
                 if diverged:
                     where = {"epoch": epoch, "step": step, "workers": diverged}
                     restored = divergence.roll_back(
@@ -624,7 +614,10 @@ def train(
         kept = f"The checkpoints in {checkpoints.chief_directory} are kept: continue with " + (
             "--resume once the data is repaired"
         )
-        raise data_loss_error(prepared_dir, splits_read, error, kept) from None
+        damaged = data_loss_error(prepared_dir, splits_read, error, kept)
+        if cluster.is_chief:
+            _record_status(run_dir, "damaged-data", str(damaged))
+        raise damaged from None
     except DivergenceError as error:
         if cluster.is_chief:
             _record_status(run_dir, "diverged", str(error))
