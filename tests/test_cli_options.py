@@ -50,17 +50,6 @@ OUT_OF_RANGE = [
 ]
 
 
-@pytest.mark.parametrize(("arguments", "option"), OUT_OF_RANGE)
-def test_an_out_of_range_number_is_refused_naming_the_option(
-    arguments, option, cli_runner, tmp_path, monkeypatch
-):
-    monkeypatch.chdir(tmp_path)
-    result = cli_runner(*arguments)
-    assert result.exit_code == 2, result.output
-    assert option in result.output and "Traceback" not in result.output
-    assert not any(tmp_path.iterdir())  # refused before anything was written
-
-
 # Values that click parses but only the library can judge (they depend on other values):
 # exit code 1 and a message naming the option and what is allowed.
 REFUSED_BY_THE_LIBRARY = [
@@ -70,12 +59,15 @@ REFUSED_BY_THE_LIBRARY = [
 ]  # fmt: skip
 
 
-@pytest.mark.parametrize(("arguments", "fragment"), REFUSED_BY_THE_LIBRARY)
-def test_values_judged_by_the_library_exit_1_naming_the_option(
-    arguments, fragment, cli_runner, tmp_path, monkeypatch
+@pytest.mark.parametrize(
+    ("arguments", "fragment", "exit_code"),
+    [(*case, 2) for case in OUT_OF_RANGE] + [(*case, 1) for case in REFUSED_BY_THE_LIBRARY],
+)
+def test_a_number_out_of_range_is_refused_naming_the_option(
+    arguments, fragment, exit_code, cli_runner, tmp_path, monkeypatch
 ):
     monkeypatch.chdir(tmp_path)
     result = cli_runner(*arguments)
-    assert result.exit_code == 1, result.output
+    assert result.exit_code == exit_code, result.output
     assert fragment in result.output and "Traceback" not in result.output
-    assert not any(tmp_path.iterdir())
+    assert not any(tmp_path.iterdir())  # refused before anything was written
