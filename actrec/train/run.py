@@ -1,11 +1,17 @@
 """One training run: recipe + prepared data -> a run directory with a trained model.
 
     RUN/recipe.yaml        the resolved recipe (what `--resume` continues)
-    RUN/run.json           data folder, classes, status, final metrics, the batch decision
+    RUN/run.json           data folder, classes, status, final metrics, the batch decision,
+                           the validation hold-out and the best validation
     RUN/checkpoints/       model, optimizer, step and schedule position (tf.train.CheckpointManager)
-    RUN/metrics.jsonl      one JSON object per logged step, epoch and validation
+    RUN/metrics.jsonl      one JSON object per logged step, epoch, validation and recovery
     RUN/tensorboard/       TensorBoard events
     RUN/final.weights.h5   the trained weights (rebuild the model from recipe.yaml)
+    RUN/best.weights.h5    the weights of the best validation top-1 (actrec.train.best)
+
+Validation never reads the test split (actrec.train.validation); a diverging loss rolls
+every worker back to the last checkpoint (actrec.train.divergence); shard sizes are checked
+at start and a read error names the damaged shard (actrec.data.integrity).
 
 The strategy is created first, before any TensorFlow op (multi-worker collectives require
 it). Every worker runs this function; only the chief writes the run directory. Each epoch
