@@ -62,6 +62,8 @@ COMMUNICATIONS = ("auto", "ring", "nccl")
 NAMED_WEIGHTS = ("imagenet", "none")
 VALIDATION_SPLIT_AUTO = "auto"
 VALIDATION_SPLIT_NONE = "none"
+TEST_SPLIT = "test"
+MAX_VALIDATION_HOLDOUT = 0.5
 AUTO = "auto"
 """train.batch_size / train.max_per_replica_batch: chosen by probing memory and throughput
 (actrec.train.memory) when the run starts."""
@@ -88,8 +90,13 @@ class DataConfig:
         (TSN: 1, .875, .75, .66); use milder scales when objects are small in the frame.
     shuffle_buffer: whole videos held for shuffling.
     train_split: the prepared split trained on.
-    validation_split: "auto" = "val" when the prepared data has it, else "test"; "none"
-        disables validation; any other value names a prepared split.
+    validation_split: what validation (and best.weights.h5) uses: "auto" = the held-out part
+        of train when validation_holdout > 0, else "val" when the prepared data has it, else
+        none; "none" disables validation; another value names a prepared split. Never
+        "test": the test split is for `actrec eval` (choosing on it biases the test result).
+    validation_holdout: fraction of the train split held out (the same share of every
+        class, chosen by runtime.seed) to validate on; those videos are not trained on.
+        0 = none (UCF101 / HMDB51 recipes: the published protocol trains on all of train).
     """
 
     modality: str = "rgb"
@@ -104,6 +111,7 @@ class DataConfig:
     shuffle_buffer: int = 128
     train_split: str = "train"
     validation_split: str = VALIDATION_SPLIT_AUTO
+    validation_holdout: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -164,6 +172,12 @@ class TrainConfig:
         the global schedule stays, the probed batch is the accumulation limit. The run
         directory's recipe.yaml holds the numbers chosen, which a resumed run reuses.
     clip_norm: global gradient norm clip (TSN / TSM: 20); None disables it.
+
+    Divergence (actrec.train.divergence): a non-finite loss, a loss above loss_upper_bound,
+    or one above loss_explosion_factor x the mean of the 5 before it (None: that test is
+    off) rolls every worker back to the last checkpoint and continues past the offending
+    batches, with the learning rate x recovery_lr_factor after each recovery; the run stops
+    with an error after max_recoveries of them (0: at the first divergence).
     """
 
     epochs: int = 80
@@ -190,6 +204,10 @@ class TrainConfig:
     mixed_precision: str = "none"
     accumulation_steps: int = 1
     max_per_replica_batch: int | Literal["auto"] | None = None
+    loss_upper_bound: float | None = None
+    loss_explosion_factor: float | None = None
+    max_recoveries: int = 3
+    recovery_lr_factor: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -658,6 +676,35 @@ def _validate_data(data: DataConfig) -> None:
             data.validation_split,
             "it is also data.train_split; use 'auto', 'none' or another split",
         )
+    _validate_validation_choice(data)
+
+
+def _validate_validation_choice(data: DataConfig) -> None:
+    if data.validation_split == TEST_SPLIT:
+        raise _invalid(
+            "data",
+            "validation_split",
+            TEST_SPLIT,
+            "the test split is kept for `actrec eval` (choosing epochs or weights on it makes "
+            "the test accuracy optimistic); use auto (the data's val split, or a held-out part "
+            "of train with data.validation_holdout=0.1) or none",
+        )
+    if not 0 <= data.validation_holdout <= MAX_VALIDATION_HOLDOUT:
+        raise _invalid(
+            "data",
+            "validation_holdout",
+            data.validation_holdout,
+            f"use a fraction of the train split in [0, {MAX_VALIDATION_HOLDOUT}] (e.g. 0.1), "
+            "or 0 for none",
+        )
+    if data.validation_holdout and data.validation_split != VALIDATION_SPLIT_AUTO:
+        raise _invalid(
+            "data",
+            "validation_split",
+            data.validation_split,
+            f"data.validation_holdout={data.validation_holdout} validates on the held-out "
+            "videos: use validation_split auto, or validation_holdout 0",
+        )
 
 
 def _validate_model(model: ModelConfig, data: DataConfig) -> None:
@@ -791,6 +838,29 @@ def _validate_train(train: TrainConfig) -> None:
     _require_choice("train", train, "mixed_precision", MIXED_PRECISIONS)
     if train.max_per_replica_batch != AUTO:
         _require_at_least("train", train, "max_per_replica_batch", 1, optional=True)
+    _validate_divergence(train)
+
+
+def _validate_divergence(train: TrainConfig) -> None:
+    if train.loss_upper_bound is not None and not train.loss_upper_bound > 0:
+        raise _invalid(
+            "train", "loss_upper_bound", train.loss_upper_bound, "use a loss > 0, or null"
+        )
+    if train.loss_explosion_factor is not None and not train.loss_explosion_factor > 1:
+        raise _invalid(
+            "train",
+            "loss_explosion_factor",
+            train.loss_explosion_factor,
+            "use a factor > 1 (e.g. 5: a loss 5x the mean of the last 5), or null",
+        )
+    _require_at_least("train", train, "max_recoveries", 0)
+    if not 0 < train.recovery_lr_factor <= 1:
+        raise _invalid(
+            "train",
+            "recovery_lr_factor",
+            train.recovery_lr_factor,
+            "use a factor in (0, 1] (1 keeps the rate, 0.5 halves it after each recovery)",
+        )
 
 
 def _validate_runtime(runtime: RuntimeConfig) -> None:

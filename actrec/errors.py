@@ -57,3 +57,8 @@ class VideoReadError(ActrecError):
 
 class WeightsError(ActrecError):
     """A pretrained weight file is missing, cannot be downloaded or fails its hash check."""
+
+
+class DivergenceError(ActrecError):
+    """Training diverged (a non-finite or exploding loss) more often than the recipe lets
+    it recover; the run's checkpoints are kept."""

@@ -303,6 +303,7 @@ def export_runs(
     overwrite: bool = False,
     data_dir: Path | str | None = None,
     progress: Progress | None = None,
+    checkpoint: str = "final",
 ) -> ExportSummary:
     """Export one run, or an RGB and a flow run fused, into `out_dir`.
 
@@ -311,6 +312,7 @@ def export_runs(
     top_k: k of the top-k outputs (at most the number of classes).
     data_dir: the prepared folder the runs trained on, when it has moved since (its
         preparation settings are recorded for `actrec predict`).
+    checkpoint: "final" (final.weights.h5) or "best" (best.weights.h5) of every run.
     Raises ConfigError / DatasetError for unusable runs, OutputError for an unusable
     out_dir, ActrecError when the reloaded export does not reproduce the model; nothing is
     left at out_dir then.
@@ -323,7 +325,7 @@ def export_runs(
     weights = _checked_options(model_format, top_k, fusion_weights)
     out_dir = Path(out_dir)
     check_out_dir(out_dir, overwrite)
-    runs = _ordered_runs([load_trained_run(path) for path in run_dirs])
+    runs = _ordered_runs([load_trained_run(path, checkpoint) for path in run_dirs])
     preparation = _preparation(runs, None if data_dir is None else Path(data_dir))
     streams = [ExportedStream(run, clip_spec(run.recipe, training=False)) for run in runs]
     classes = runs[0].classes

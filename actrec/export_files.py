@@ -114,6 +114,7 @@ def _stream_entry(stream: ExportedStream, two_stream: bool) -> dict:
         "modality": stream.modality,
         "input": "frames" if stream.modality == "rgb" else "flow",
         "run": str(stream.run.run_dir.resolve()),
+        "weights": stream.run.weights_path.name,
         "recipe": recipe.name,
         "recipe_file": recipe_file_name(stream.modality, two_stream),
         "architecture": recipe.model.architecture,

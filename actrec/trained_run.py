@@ -2,7 +2,8 @@
 
     RUN/recipe.yaml        -> the recipe (model and clip settings)
     RUN/run.json           -> the classes and the prepared data folder it was trained on
-    RUN/final.weights.h5   -> the trained weights
+    RUN/final.weights.h5   -> the trained weights (the last epoch's)
+    RUN/best.weights.h5    -> the weights of the best validation top-1, when it validated
 
 The weights of a segment model do not depend on its number of segments, so the model can
 be rebuilt with another T (TSN's 25-frame test) and given the same weights.
@@ -15,7 +16,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from actrec.errors import ConfigError, DatasetError
+from actrec.train.best import BEST_WEIGHTS_FILE
 from actrec.train.run import FINAL_WEIGHTS_FILE, RECIPE_FILE, RUN_FILE
+
+CHECKPOINT_CHOICES = ("final", "best")
+"""Which trained weights evaluation and export use: "final" (final.weights.h5, the default:
+what the published protocols report) or "best" (best.weights.h5, chosen on validation)."""
 
 
 @dataclass(frozen=True)
@@ -27,6 +33,7 @@ class TrainedRun:
     data_dir: the prepared folder it was trained on (as recorded; may have moved).
     prepare_settings: that folder's preparation settings (frame_size, flow, fps...), {}
         when the folder is no longer there.
+    checkpoint: "final" or "best": which weights `weights_path` is.
     """
 
     run_dir: Path
@@ -36,6 +43,7 @@ class TrainedRun:
     prepare_settings: dict
     weights_path: Path
     record: dict
+    checkpoint: str = "final"
 
     @property
     def modality(self) -> str:
@@ -72,8 +80,9 @@ def _prepare_settings(data_dir: Path | None) -> dict:
     return settings if isinstance(settings, dict) else {}
 
 
-def load_trained_run(run_dir: Path | str) -> TrainedRun:
-    """The finished run in `run_dir`; ConfigError naming the file and the fix otherwise."""
+def load_trained_run(run_dir: Path | str, checkpoint: str = "final") -> TrainedRun:
+    """The finished run in `run_dir` with its `checkpoint` weights ("final" or "best");
+    ConfigError naming the file and the fix otherwise."""
     from actrec.config import load_recipe
 
     run_dir = Path(run_dir)
@@ -87,8 +96,14 @@ def load_trained_run(run_dir: Path | str) -> TrainedRun:
             "give the --workdir of `actrec train`"
         )
     record = _read_run_record(run_dir)
+    if checkpoint not in CHECKPOINT_CHOICES:
+        raise ConfigError(
+            f"checkpoint {checkpoint!r} is not valid; use one of {', '.join(CHECKPOINT_CHOICES)}"
+        )
     weights_path = run_dir / FINAL_WEIGHTS_FILE
-    if not weights_path.is_file():
+    if checkpoint == "best":
+        weights_path = _best_weights(run_dir, record)
+    elif not weights_path.is_file():
         raise ConfigError(
             f"{run_dir} has no {FINAL_WEIGHTS_FILE}: its training has not finished (status "
             f"{record.get('status', 'unknown')!r}); finish it with `actrec train --workdir "
@@ -104,6 +119,19 @@ def load_trained_run(run_dir: Path | str) -> TrainedRun:
         prepare_settings=_prepare_settings(data_dir),
         weights_path=weights_path,
         record=record,
+        checkpoint=checkpoint,
+    )
+
+
+def _best_weights(run_dir: Path, record: dict) -> Path:
+    path = run_dir / BEST_WEIGHTS_FILE
+    if path.is_file():
+        return path
+    raise ConfigError(
+        f"{run_dir} has no {BEST_WEIGHTS_FILE}: the run validated on nothing (no val split, "
+        "data.validation_holdout 0, or data.validation_split none; the test split is never "
+        f"used to choose) or has not validated yet (status {record.get('status', 'unknown')!r}); "
+        "use --checkpoint final, or train with data.validation_holdout=0.1"
     )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import time
 
+from actrec_cli.line_progress import LineProgress, format_value
 from rich.console import Console
 from rich.progress import (
     BarColumn,
@@ -27,10 +28,13 @@ def error_console() -> Console:
     return _STDERR
 
 
-def _format_value(value: object) -> str:
-    if isinstance(value, float):
-        return f"{value:.4g}"
-    return str(value)
+def progress_for(unit: str | None = "videos", every: int | None = None):
+    """actrec.progress.Progress on stderr: a rich progress bar on a terminal, else complete
+    plain lines (LineProgress: Slurm files, `actrec launch` prefixes, `> log`), one every
+    `every` units when given (the training log interval), else every 30 s."""
+    if _STDERR.is_terminal:
+        return RichProgress(unit)
+    return LineProgress(unit, _STDERR, every=every)
 
 
 class RichProgress:
@@ -84,7 +88,7 @@ class RichProgress:
         """Latest values (loss, accuracy, lr, ...) shown beside the bar."""
         if self._progress is None:
             return
-        shown = " ".join(f"{name} {_format_value(value)}" for name, value in values.items())
+        shown = " ".join(f"{name} {format_value(value)}" for name, value in values.items())
         self._progress.update(self._task, values=shown)
 
     def message(self, text: str) -> None:

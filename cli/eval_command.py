@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-from actrec_cli.console import RichProgress, console, import_tensorflow_quietly
-from actrec_cli.options import parse_fusion_weights
+from actrec_cli.console import console, import_tensorflow_quietly, progress_for
+from actrec_cli.options import checkpoint_option, parse_fusion_weights
 from rich.table import Table
 
 from actrec.evaluation.protocols import DEFAULT_PROTOCOL, PROTOCOLS
@@ -31,7 +31,11 @@ def _stream(source: Path, protocol, options: dict, force: bool):
     if _is_run_directory(source):
         if not force:
             saved = saved_run_evaluation(
-                source, protocol, data_dir=options["data_dir"], split=options["split"]
+                source,
+                protocol,
+                data_dir=options["data_dir"],
+                split=options["split"],
+                checkpoint=options["checkpoint"],
             )
             if saved is not None:
                 console().print(
@@ -42,7 +46,7 @@ def _stream(source: Path, protocol, options: dict, force: bool):
                 )
                 return saved
         import_tensorflow_quietly()
-        return evaluate_run(source, protocol, progress=RichProgress("videos"), **options)
+        return evaluate_run(source, protocol, progress=progress_for("videos"), **options)
     if source.is_file() or (source / SCORES_FILE).is_file():
         return load_evaluation(source)
     raise ConfigError(
@@ -127,9 +131,10 @@ def _summary_table(evaluations, title: str) -> Table:
     "--out",
     "out_dir",
     type=click.Path(path_type=Path),
-    help="Folder for the results [default: RUN/eval/SPLIT-PROTOCOL; for --fuse, "
-    "fused-A-B beside the first stream's].",
+    help="Folder for the results [default: RUN/eval/SPLIT-PROTOCOL (-best with --checkpoint "
+    "best); for --fuse, fused-A-B beside the first stream's].",
 )
+@checkpoint_option
 def eval_command(
     run_dir,
     data_dir,
@@ -143,6 +148,7 @@ def eval_command(
     force,
     view_batch,
     out_dir,
+    checkpoint,
 ):
     """Evaluate RUN (or --fuse two streams) under a test protocol: top-1, top-5 and mean class
     accuracy, per-class CSV, confusion matrix PNG and per-video scores."""
@@ -157,7 +163,12 @@ def eval_command(
     protocol = resolve_protocol(protocol_name, segments, clips, int(crops) if crops else None)
     if force and not fuse:
         raise ConfigError("--force applies to --fuse (a single RUN is always evaluated)")
-    options = {"data_dir": data_dir, "split": split, "view_batch": view_batch}
+    options = {
+        "data_dir": data_dir,
+        "split": split,
+        "view_batch": view_batch,
+        "checkpoint": checkpoint,
+    }
     if fuse:
         streams = [_stream(source, protocol, options, force) for source in fuse]
         evaluations = [*streams, fuse_evaluations(streams, weights, out_dir)]
@@ -165,7 +176,7 @@ def eval_command(
         import_tensorflow_quietly()
         evaluations = [
             evaluate_run(
-                run_dir, protocol, out_dir=out_dir, progress=RichProgress("videos"), **options
+                run_dir, protocol, out_dir=out_dir, progress=progress_for("videos"), **options
             )
         ]
     title = f"{protocol.name} on {evaluations[0].results.get('split', split)}"

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-from actrec_cli.console import RichProgress, console, import_tensorflow_quietly
-from actrec_cli.options import parse_fusion_weights
+from actrec_cli.console import console, import_tensorflow_quietly, progress_for
+from actrec_cli.options import checkpoint_option, parse_fusion_weights
 
 
 @click.command()
@@ -56,7 +56,10 @@ from actrec_cli.options import parse_fusion_weights
     "settings are recorded for `actrec predict`).",
 )
 @click.option("--overwrite", is_flag=True, help="Replace an earlier export in --out.")
-def export(run_dir, other_run, out_dir, weights, top_k, model_format, data_dir, overwrite):
+@checkpoint_option
+def export(
+    run_dir, other_run, out_dir, weights, top_k, model_format, data_dir, overwrite, checkpoint
+):
     """Export RUN_DIR (a finished `actrec train` --workdir) as a TensorFlow SavedModel that
     takes decoded uint8 frames (and flow) of any size and returns class probabilities and
     the top-k class names, with actrec.json, classes.txt, the recipe and MODEL_CARD.md."""
@@ -72,7 +75,8 @@ def export(run_dir, other_run, out_dir, weights, top_k, model_format, data_dir, 
         top_k=top_k,
         overwrite=overwrite,
         data_dir=data_dir,
-        progress=RichProgress("steps"),
+        progress=progress_for("steps"),
+        checkpoint=checkpoint,
     )
     kind = "two-stream" if len(summary.modalities) == 2 else summary.modalities[0]
     console().print(

@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 import click
-from actrec_cli.console import RichProgress, console, import_tensorflow_quietly
+from actrec_cli.console import console, import_tensorflow_quietly, progress_for
 from rich.table import Table
 
 
@@ -21,10 +21,10 @@ from rich.table import Table
 @click.option(
     "--videos",
     "num_videos",
-    type=click.IntRange(min=1),
+    type=click.IntRange(min=0),
     default=8,
     show_default=True,
-    help="Classes on the contact sheet, one video each.",
+    help="Classes on the contact sheet, one video each (0: no contact sheet).",
 )
 @click.option(
     "--frames",
@@ -45,7 +45,7 @@ def inspect(prepared, contact_sheet, num_videos, frames_per_video):
         contact_sheet or prepared / "contact_sheet.png",
         num_videos,
         frames_per_video,
-        RichProgress("records"),
+        progress_for("records"),
     )
     table = Table(title=f"{prepared}")
     for column in ("split", "records", "manifest", "skipped", "frames"):
@@ -66,4 +66,9 @@ def inspect(prepared, contact_sheet, num_videos, frames_per_video):
             console().print(f"[red]problem:[/] {problem}", highlight=False, soft_wrap=True)
         console().print(f"[bold red]{report.num_problems} problem(s) found[/]")
         sys.exit(1)
-    console().print("[green]every record matches the manifest[/]")
+    checksums = (
+        "every shard matches its size and SHA-256, and every record"
+        if report.checksums_verified
+        else "every record"
+    )
+    console().print(f"[green]{checksums} matches the manifest[/]")

@@ -29,19 +29,19 @@ def _exit_line(worker_exit) -> str:
 @click.option(
     "--port",
     "base_port",
-    type=int,
+    type=click.IntRange(1024, 65535),
     default=None,
     help="First of the workers' consecutive ports [default: free ports].",
 )
 @click.option(
     "--timeout",
-    type=float,
+    type=click.FloatRange(min=0, min_open=True),
     default=None,
     help="Stop every worker after this many seconds (exit code 124).",
 )
 @click.option(
     "--grace-period",
-    type=float,
+    type=click.FloatRange(min=0),
     default=10.0,
     show_default=True,
     help="Seconds between SIGTERM and SIGKILL when workers are stopped.",

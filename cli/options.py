@@ -2,16 +2,62 @@
 
 from __future__ import annotations
 
+import math
+
 import click
+
+checkpoint_option = click.option(
+    "--checkpoint",
+    type=click.Choice(["final", "best"]),
+    default="final",
+    show_default=True,
+    help="Which trained weights: final (final.weights.h5, the last epoch, as the published "
+    "protocols report) or best (best.weights.h5, the epoch with the best validation top-1; "
+    "never chosen on the test split).",
+)
+"""`--checkpoint final|best` of `actrec eval` and `actrec export`."""
 
 
 def parse_fusion_weights(context, parameter, value: str | None):
-    """click callback: "1,1.5" -> (1.0, 1.5); None stays None (the command's default)."""
+    """click callback: "1,1.5" -> (1.0, 1.5); None stays None (the command's default).
+
+    Each weight must be a finite number >= 0, and at least one must be > 0."""
     if value is None:
         return None
     try:
-        return tuple(float(part) for part in value.split(","))
+        weights = tuple(float(part) for part in value.split(","))
     except ValueError:
         raise click.BadParameter(
             f"{value!r}: give comma-separated numbers, one per stream, e.g. 1,1.5"
         ) from None
+    if not all(math.isfinite(weight) and weight >= 0 for weight in weights) or not any(weights):
+        raise click.BadParameter(
+            f"{value!r}: each weight must be a number >= 0 and at least one > 0, e.g. 1,1.5"
+        )
+    return weights
+
+
+def _library_parsed(parse, value):
+    """`parse(value)` with the library's ConfigError turned into click's usage error."""
+    from actrec.errors import ConfigError
+
+    if value is None:
+        return None
+    try:
+        return parse(value)
+    except ConfigError as error:
+        raise click.BadParameter(str(error)) from None
+
+
+def parse_batch_size_option(context, parameter, value: str | None):
+    """click callback of `--batch-size N|auto`: a whole number >= 1 or "auto"."""
+    from actrec.train.memory import parse_batch_size
+
+    return _library_parsed(parse_batch_size, value)
+
+
+def parse_memory_size_option(context, parameter, value: str | None):
+    """click callback of `--memory-budget SIZE`: bytes (e.g. 6GiB)."""
+    from actrec.train.memory import parse_memory_size
+
+    return _library_parsed(parse_memory_size, value)

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 import click
-from actrec_cli.console import RichProgress, console, error_console, import_tensorflow_quietly
+from actrec_cli.console import console, error_console, import_tensorflow_quietly, progress_for
 from rich.table import Table
 from rich.text import Text
 
@@ -57,7 +57,7 @@ def predict(videos, model_dir, top_k, as_json):
     _quiet_opencv()
     from actrec.predict import predict_videos
 
-    predictions = predict_videos(videos, model_dir, top_k, progress=RichProgress("videos"))
+    predictions = predict_videos(videos, model_dir, top_k, progress=progress_for("videos"))
     failed = [prediction for prediction in predictions if not prediction.ok]
     for prediction in failed:
         error_console().print(

@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 import click
-from actrec_cli.console import RichProgress, console, import_tensorflow_quietly
+from actrec_cli.console import console, import_tensorflow_quietly, progress_for
 from rich.table import Table
 
 from actrec.data.flow_methods import FLOW_METHODS, NO_FLOW
@@ -61,38 +61,49 @@ def default_out(dataset: str, split: str | None) -> Path:
     help="Frame size: a short side (256), a fixed WIDTHxHEIGHT (340x256) or original "
     "[default: 256; original for synthetic].",
 )
-@click.option("--fps", type=float, help="Resample videos to this frame rate [default: keep].")
 @click.option(
-    "--workers", type=int, default=None, help="Parallel worker processes [default: number of CPUs]."
+    "--fps",
+    type=click.FloatRange(min=0, min_open=True),
+    help="Resample videos to this frame rate [default: keep].",
 )
-@click.option("--jpeg-quality", type=int, default=90, show_default=True)
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Parallel worker processes [default: number of CPUs].",
+)
+@click.option("--jpeg-quality", type=click.IntRange(1, 100), default=90, show_default=True)
 @click.option(
     "--min-frames",
-    type=int,
+    type=click.IntRange(min=1),
     default=8,
     show_default=True,
     help="Skip videos with fewer decoded frames.",
 )
 @click.option(
     "--shard-size-mb",
-    type=float,
+    type=click.FloatRange(min=0, min_open=True),
     default=150.0,
     show_default=True,
     help="Close a shard once it holds this many MB.",
 )
 @click.option(
-    "--seed", type=int, default=0, show_default=True, help="Seed of the stratified split (folder)."
+    "--seed",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="Seed of the stratified split (folder).",
 )
 @click.option(
     "--val-fraction",
-    type=float,
+    type=click.FloatRange(0, 1, max_open=True),
     default=0.1,
     show_default=True,
     help="Validation share of the stratified split (folder).",
 )
 @click.option(
     "--test-fraction",
-    type=float,
+    type=click.FloatRange(0, 1, max_open=True),
     default=0.2,
     show_default=True,
     help="Test share of the stratified split (folder).",
@@ -160,7 +171,7 @@ def prepare(
         out_dir,
         settings,
         workers=workers or os.cpu_count() or 1,
-        progress=RichProgress("videos"),
+        progress=progress_for("videos"),
         root=root.resolve(),
     )
     _print_summary(summary)
@@ -171,7 +182,7 @@ def _generate_synthetic_if_missing(root: Path) -> None:
 
     if not is_synthetic_dataset(root):
         console().print(f"generating the synthetic motion dataset in {root}")
-        generate_synthetic_dataset(root, progress=RichProgress("videos"))
+        generate_synthetic_dataset(root, progress=progress_for("videos"))
 
 
 def _print_dry_run(report, dataset: str) -> None:
@@ -198,9 +209,18 @@ def _print_dry_run(report, dataset: str) -> None:
 
 
 def _print_summary(summary) -> None:
-    if summary.already_complete:
+    if summary.repaired_shards:
         console().print(
-            f"{summary.out_dir} is already prepared with these settings; nothing to do.",
+            f"repaired {summary.out_dir}: re-made {len(summary.repaired_shards)} damaged "
+            f"shard(s) ({', '.join(summary.repaired_shards)}) from their "
+            f"{summary.repaired_videos} videos; every other shard matches the manifest",
+            soft_wrap=True,
+            highlight=False,
+        )
+    elif summary.already_complete:
+        console().print(
+            f"{summary.out_dir} is already prepared with these settings and every shard "
+            "matches its checksum; nothing to do.",
             soft_wrap=True,
         )
     table = Table(title=f"prepared {summary.out_dir}")

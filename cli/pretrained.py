@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import click
-from actrec_cli.console import RichProgress, console
+from actrec_cli.console import console, progress_for
 from rich.table import Table
 
 
@@ -78,7 +78,7 @@ def fetch(backbone: str, url: str | None, expected_sha256: str | None) -> None:
     from actrec.models.pretrained import fetch_weights
 
     path = fetch_weights(
-        backbone, url=url, expected_sha256=expected_sha256, progress=RichProgress("bytes")
+        backbone, url=url, expected_sha256=expected_sha256, progress=progress_for("bytes")
     )
     console().print(f"installed {path}", highlight=False)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-from actrec_cli.console import RichProgress, console, import_tensorflow_quietly
+from actrec_cli.console import console, import_tensorflow_quietly, progress_for
 from rich.table import Table
 
 # actrec.quickstart.SIZES (not imported here: it loads OpenCV, and `actrec --help` must not).
@@ -60,7 +60,7 @@ def quickstart(workdir, size):
     from actrec.quickstart import run_quickstart
 
     console().print(f"actrec quickstart in {workdir} ({size})", soft_wrap=True)
-    result = run_quickstart(workdir, size, RichProgress(None))
+    result = run_quickstart(workdir, size, progress_for(None))
     for table in _summary(result):
         console().print(table)
     prediction = result.prediction

@@ -5,15 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-from actrec_cli.console import RichProgress, console
+from actrec_cli.console import console, progress_for
 
 
 @click.command()
 @click.argument("root", type=click.Path(path_type=Path), default=Path("datasets/raw/synthetic"))
-@click.option("--videos-per-class", type=int, default=24, show_default=True)
-@click.option("--frames", "num_frames", type=int, default=24, show_default=True)
+@click.option("--videos-per-class", type=click.IntRange(min=2), default=24, show_default=True)
+@click.option("--frames", "num_frames", type=click.IntRange(min=2), default=24, show_default=True)
 @click.option("--size", default="128x96", show_default=True, help="WIDTHxHEIGHT of the videos.")
-@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
 def synthetic(root, videos_per_class, num_frames, size, seed):
     """Generate the synthetic motion dataset (UCF101 layout) in ROOT.
 
@@ -34,7 +34,7 @@ def synthetic(root, videos_per_class, num_frames, size, seed):
         height=height,
         seed=seed,
     )
-    generate_synthetic_dataset(root, config, progress=RichProgress("videos"))
+    generate_synthetic_dataset(root, config, progress=progress_for("videos"))
     console().print(
         f"synthetic dataset in {root}; prepare it with `actrec prepare synthetic --root {root}`",
         soft_wrap=True,

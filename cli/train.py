@@ -6,7 +6,8 @@ import sys
 from pathlib import Path
 
 import click
-from actrec_cli.console import RichProgress, console, import_tensorflow_quietly
+from actrec_cli.console import console, import_tensorflow_quietly, progress_for
+from actrec_cli.options import parse_batch_size_option, parse_memory_size_option
 
 
 @click.command()
@@ -48,7 +49,7 @@ from actrec_cli.console import RichProgress, console, import_tensorflow_quietly
 )
 @click.option(
     "--stop-after-steps",
-    type=int,
+    type=click.IntRange(min=1),
     default=None,
     help="Checkpoint and stop after this many steps (for time-limited jobs).",
 )
@@ -57,6 +58,7 @@ from actrec_cli.console import RichProgress, console, import_tensorflow_quietly
     "batch_size",
     metavar="N|auto",
     default=None,
+    callback=parse_batch_size_option,
     help="Global batch (the learning rate follows train.lr_coupling from the recipe's "
     "batch), or auto: probe the largest per-replica batch that fits --memory-budget and "
     "runs fastest, and print the table it chose from.",
@@ -66,6 +68,7 @@ from actrec_cli.console import RichProgress, console, import_tensorflow_quietly
     "memory_budget",
     metavar="SIZE",
     default=None,
+    callback=parse_memory_size_option,
     help="Memory a batch may use with --batch-size auto, e.g. 6GiB (default: on CPU 80% of "
     "the available memory, measured as the process's peak; on GPU the device memory).",
 )
@@ -92,13 +95,7 @@ def train(
     import_tensorflow_quietly(start_runtime=False)
     from actrec.config import apply_overrides, load_recipe
     from actrec.errors import ConfigError
-    from actrec.train.memory import (
-        auto_fields,
-        parse_batch_size,
-        parse_memory_size,
-        with_batch_size,
-        with_remat,
-    )
+    from actrec.train.memory import auto_fields, with_batch_size, with_remat
     from actrec.train.run import PREEMPTED_EXIT_CODE, RECIPE_FILE
     from actrec.train.run import train as train_run
     from actrec.train.strategy import is_chief
@@ -111,17 +108,16 @@ def train(
         recipe_name = str(run_dir / RECIPE_FILE)
     recipe = apply_overrides(load_recipe(recipe_name), list(overrides))
     if batch_size is not None:
-        recipe = with_batch_size(recipe, parse_batch_size(batch_size))
+        recipe = with_batch_size(recipe, batch_size)
     if remat:
         recipe = with_remat(recipe)
-    budget = None if memory_budget is None else parse_memory_size(memory_budget)
     chief = is_chief()
-    if budget is not None and not auto_fields(recipe) and chief:
+    if memory_budget is not None and not auto_fields(recipe) and chief:
         console().print(
             "note: --memory-budget is used only when the batch is auto (--batch-size auto)",
             soft_wrap=True,
         )
-    progress = RichProgress("steps") if chief else None
+    progress = progress_for("steps", every=recipe.runtime.log_every_steps) if chief else None
     summary = train_run(
         recipe,
         prepared,
@@ -129,7 +125,7 @@ def train(
         resume=resume,
         progress=progress,
         stop_after_steps=stop_after_steps,
-        memory_budget=budget,
+        memory_budget=memory_budget,
         on_batch_decision=print_batch_decision if chief else None,
     )
     if not chief:

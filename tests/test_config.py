@@ -334,6 +334,16 @@ def test_bad_overrides_are_rejected_with_the_fix(setting, expected):
         (["data.sampling=random"], r"data\.sampling='random'.*tsn, dense"),
         (["data.scale_size=100"], r"data\.scale_size=100.*crop_size=224"),
         (["data.validation_split=train"], r"data\.validation_split='train'"),
+        (["data.validation_split=test"], r"data\.validation_split='test'.*actrec eval"),
+        (["data.validation_holdout=0.6"], r"data\.validation_holdout=0\.6.*\[0, 0\.5\]"),
+        (
+            ["data.validation_holdout=0.1", "data.validation_split=val"],
+            r"data\.validation_split='val'.*validation_holdout=0\.1",
+        ),
+        (["train.loss_upper_bound=0"], r"train\.loss_upper_bound=0\.0"),
+        (["train.loss_explosion_factor=1"], r"train\.loss_explosion_factor=1\.0.*> 1"),
+        (["train.max_recoveries=-1"], r"train\.max_recoveries=-1"),
+        (["train.recovery_lr_factor=0"], r"train\.recovery_lr_factor=0\.0.*\(0, 1\]"),
         (["model.architecture=i3d"], r"model\.architecture='i3d'.*tsn, tsm"),
         (["model.backbone=vgg16"], r"model\.backbone='vgg16'.*resnet50"),
         (

@@ -433,15 +433,15 @@ def test_cli_batch_size_auto_prints_its_table_and_a_resume_keeps_the_batch(
     assert [row["global_batch"] for row in epochs] == [saved.train.batch_size] * 2
 
 
-def test_cli_bad_batch_and_budget_values_exit_1(tiny_synthetic_prepared, tmp_path, cli_runner):
+def test_cli_bad_batch_and_budget_values_are_refused(tiny_synthetic_prepared, tmp_path, cli_runner):
     common = ["train", "--recipe", "synthetic-rgb", "--data", tiny_synthetic_prepared]
     run_dir = tmp_path / "run"
     result = cli_runner(*common, "--workdir", run_dir, "--batch-size", "foo")
-    assert result.exit_code == 1 and "--batch-size 'foo' is not valid" in result.output
+    assert result.exit_code == 2 and "--batch-size 'foo' is not valid" in result.output
     result = cli_runner(
         *common, "--workdir", run_dir, "--batch-size", "auto", "--memory-budget", "lots"
     )
-    assert result.exit_code == 1 and "memory size 'lots' is not valid" in result.output
+    assert result.exit_code == 2 and "memory size 'lots' is not valid" in result.output
     result = cli_runner(
         *common, "--workdir", run_dir, *(f"--set={setting}" for setting in TINY),
         "--batch-size", "auto", "--memory-budget", "1KB",

@@ -216,3 +216,55 @@ def test_a_crashing_worker_stops_the_other_without_hanging(tmp_path):
     assert not result.timed_out and elapsed < 90
     survivor = next(worker for worker in result.workers if worker.index == 0)
     assert survivor.stopped_by_launcher or survivor.exit_code != 0
+
+
+def test_a_nan_loss_on_one_kavg_worker_rolls_both_back_and_the_run_finishes(
+    tiny_synthetic_prepared, tmp_path, monkeypatch
+):
+    """`actrec train` on two real workers (K-step averaging, K = 2): worker 1's batch of
+    step 3 is NaN (actrec.train.faults); its loss is its own until the averaging round, so
+    the agreement collective must bring worker 0 back to the last checkpoint with it."""
+    from conftest import train_command
+
+    run_dir = tmp_path / "run"
+    settings = [
+        "model.backbone=mobilenet_v3_small",
+        "data.crop_size=32",
+        "data.num_segments=2",
+        "train.batch_size=8",
+        "train.epochs=2",
+        "train.sync=kavg",
+        "train.kavg_steps=2",
+        "runtime.steps_per_epoch=3",
+        "runtime.log_every_steps=1",
+        "runtime.checkpoint_every_steps=2",
+    ]
+    monkeypatch.setenv("ACTREC_INJECT_NAN", "1:3")
+    output = io.StringIO()
+    command = train_command("synthetic-rgb", tiny_synthetic_prepared, run_dir, settings)
+    code = launch_local_workers(2, command, timeout=LAUNCH_TIMEOUT, output=output, grace_period=5)
+    text = output.getvalue()
+    assert code == 0, text[-4000:]
+    record = json.loads((run_dir / "run.json").read_text())
+    assert record["status"] == "finished" and record["workers"] == 2
+    assert record["global_step"] == 6 and record["recoveries"] == 1
+    rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    (recovery,) = [row for row in rows if row["event"] == "recovery"]
+    assert recovery["workers_diverged"] == 1 and recovery["global_step"] == 3
+    assert recovery["reason"] == "the loss diverged on 1 other worker(s)"
+    assert recovery["restored_step"] == 2 and recovery["checkpoint"] == "ckpt-2"
+    # worker 0 (the chief) reports it in its log, and in its progress lines from then on
+    assert "[worker 0] recovery 1/3: the loss diverged on 1 other worker(s) at epoch 1" in text
+    assert any(
+        line.startswith("[worker 0] epoch 2/2 ") and " recoveries 1 " in line
+        for line in text.splitlines()
+    ), text[-4000:]
+    # had worker 1 not rolled back, its NaN weights would have reached the average
+    import h5py
+
+    with h5py.File(run_dir / "final.weights.h5", "r") as handle:
+        arrays = []
+        handle.visititems(
+            lambda name, item: arrays.append(np.array(item)) if hasattr(item, "shape") else None
+        )
+    assert arrays and all(np.all(np.isfinite(array)) for array in arrays if array.dtype.kind == "f")

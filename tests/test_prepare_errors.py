@@ -87,7 +87,7 @@ def test_prepared_output_with_other_settings_is_not_touched(tmp_path, cli_runner
     ("arguments", "fragments"),
     [
         (["--size", "huge"], ["huge"]),
-        (["--jpeg-quality", "0"], ["--jpeg-quality 0"]),
+        (["--jpeg-quality", "0"], ["--jpeg-quality", "1<=x<=100"]),
         (["--min-frames", "1"], ["--min-frames 1", "two frames"]),
         (["--split", "7"], ["7"]),
     ],

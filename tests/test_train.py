@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import time
@@ -227,6 +228,14 @@ def test_sigterm_checkpoints_mid_epoch_exits_143_and_resumes(prepared, tmp_path)
     assert "preempted" in output and "--resume" in output
     # TensorFlow's CUDA probe ("failed call to cuInit" on a CPU machine) is not shown.
     assert "cuInit" not in output and "E0000" not in output, output[:2000]
+    # Piped output gets whole plain lines at the log interval (1 step), every field present.
+    progress_line = re.compile(
+        r"^epoch 1/1 (\d+)/30 \(\d+%\) [\d.]+ steps/s [\d.]+ clips/s loss [\d.]+ accuracy "
+        r"[\d.]+ lr [\d.e-]+ batch 8 elapsed \d+:\d\d:\d\d ETA \d+:\d\d:\d\d$"
+    )
+    lines = [line for line in output.splitlines() if line.startswith("epoch 1/1 ")]
+    assert all(progress_line.match(line) for line in lines), output[-3000:]
+    assert [int(progress_line.match(line)[1]) for line in lines][:3] == [1, 2, 3]
     record = json.loads((run_dir / "run.json").read_text())
     assert record["status"] == "preempted" and 3 <= record["global_step"] < 30
     assert (run_dir / "checkpoints" / f"ckpt-{record['global_step']}.index").exists()

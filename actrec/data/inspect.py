@@ -13,6 +13,7 @@ from actrec.atomic import write_bytes_atomic
 from actrec.data import shards
 from actrec.data.contact_sheet import ContactVideo, contact_sheet_png
 from actrec.data.flow import dequantize_flow
+from actrec.data.integrity import SHARD_FILES_KEY, read_error_summary, shard_problems
 from actrec.data.manifest import read_manifest
 from actrec.progress import NullProgress, Progress
 
@@ -32,6 +33,7 @@ class InspectionReport:
     num_problems: int = 0
     contact_sheet: Path | None = None
     contact_sheet_classes: list[str] = field(default_factory=list)
+    checksums_verified: bool = False  # the manifest records shard checksums, and they were read
 
     @property
     def ok(self) -> bool:
@@ -132,7 +134,8 @@ def inspect_prepared(
 ) -> InspectionReport:
     """Read every record of every shard and compare it with the manifest.
 
-    Checks: each listed shard exists and parses, each record's id is in the manifest, is in
+    Checks: each listed shard has the size and SHA-256 the manifest records (when it records
+    them: actrec.data.integrity), exists and parses, each record's id is in the manifest, is in
     the shard the manifest names, appears once, and has the manifest's digest, label and
     frame count (and T-1 flow frames); every video the manifest lists as prepared is found.
     With `contact_sheet`, writes a PNG (actrec.data.contact_sheet) of one video per class,
@@ -143,6 +146,12 @@ def inspect_prepared(
     manifest = read_manifest(prepared_dir)
     with_flow = manifest["settings"].get("flow", "none") != "none"
     report = InspectionReport()
+    for problem in shard_problems(prepared_dir, manifest, progress=progress):
+        report.add_problem(
+            f"{problem.name} {problem.describe()}; re-run the `actrec prepare` command that made "
+            f"{prepared_dir} to re-make it"
+        )
+    report.checksums_verified = bool(manifest.get(SHARD_FILES_KEY))
     videos: list[ContactVideo] = []
     labels_drawn: set[int] = set()
     total = sum(info["videos"] for info in manifest["splits"].values())
@@ -178,7 +187,9 @@ def inspect_prepared(
                             labels_drawn.add(label)
                             videos.append(_contact_video(example, frames_per_video, with_flow))
                 except Exception as error:  # tf.errors.DataLossError for a corrupt shard
-                    report.add_problem(f"{shard_name}: cannot be read to the end ({error})")
+                    report.add_problem(
+                        f"{shard_name}: cannot be read to the end ({read_error_summary(error)})"
+                    )
             for video_id in sorted(set(expected) - seen):
                 report.add_problem(
                     f"{video_id}: listed as prepared in {expected[video_id]['shard']} "

@@ -23,10 +23,11 @@ Without `seed`, training trades determinism for throughput (parallel calls may r
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from actrec.data import augment, sampling, shards
+from actrec.data import augment, holdout, sampling, shards
 from actrec.data.manifest import read_manifest, shard_paths
 from actrec.data.video import FrameSize
 from actrec.errors import ConfigError, DatasetError
@@ -382,6 +383,8 @@ def build_dataset(
     repeat: bool = False,
     cycle_length: int = DEFAULT_CYCLE_LENGTH,
     with_video_ids: bool = False,
+    only_videos: Collection[str] | None = None,
+    skip_videos: Collection[str] = (),
 ):
     """A tf.data.Dataset of (clips float32 [B, T, crop, crop, C], labels int32 [B]).
 
@@ -399,6 +402,8 @@ def build_dataset(
     drop_remainder: default `training`.
     repeat: repeat forever (each repetition reshuffles and redraws).
     with_video_ids: also yield the video ids, string [B] (for per-video evaluation).
+    only_videos / skip_videos: read only these videos of the split / all but these (a
+        validation hold-out, actrec.data.holdout).
     Raises DatasetError / ConfigError before building when the data cannot give `spec`.
     """
     import tensorflow as tf
@@ -417,6 +422,10 @@ def build_dataset(
     drop_remainder = training if drop_remainder is None else drop_remainder
 
     records = _records(paths, training, pipeline_seed, input_context, cycle_length)
+    if only_videos is not None:
+        records = holdout.filter_records(records, only_videos, keep=True)
+    if skip_videos:
+        records = holdout.filter_records(records, skip_videos, keep=False)
     if training:
         records = records.shuffle(shuffle_buffer, seed=pipeline_seed, reshuffle_each_iteration=True)
     if repeat:

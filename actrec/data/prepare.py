@@ -34,6 +34,7 @@ from actrec.atomic import (
     write_json_atomic,
 )
 from actrec.data.encode_video import PrepareSettings, VideoResult, VideoTask
+from actrec.data.integrity import SHARD_FILES_KEY, describe_shard_files
 from actrec.data.manifest import (
     FORMAT_VERSION,
     MANIFEST_FILE,
@@ -65,6 +66,8 @@ class PrepareSummary:
     resumed_videos: int = 0
     already_complete: bool = False
     elapsed_seconds: float = 0.0
+    repaired_shards: list[str] = field(default_factory=list)  # re-made: they were damaged
+    repaired_videos: int = 0
 
 
 @dataclass
@@ -351,8 +354,9 @@ def _tool_versions() -> dict[str, str]:
     }
 
 
-def _finish(out_dir: Path, plan: dict, root: str) -> dict:
-    """Rename shards, write report.json then manifest.json, remove the partial folder."""
+def _finish(out_dir: Path, plan: dict, root: str, progress: Progress) -> dict:
+    """Rename shards, checksum them, write report.json then manifest.json, remove the
+    partial folder."""
     rows = read_json_lines(out_dir / PARTIAL_DIR / STATE_FILE)
     splits_present = [split for split in SPLIT_NAMES if any(row["split"] == split for row in rows)]
     videos, skipped, splits = [], [], {}
@@ -398,6 +402,8 @@ def _finish(out_dir: Path, plan: dict, root: str) -> dict:
         "splits": splits,
         "videos": videos,
     }
+    names = [name for split in splits.values() for name in split["shards"]]
+    manifest[SHARD_FILES_KEY] = describe_shard_files(out_dir, names, progress)
     write_json_atomic(out_dir / REPORT_FILE, build_report(plan["dataset"], skipped))
     write_json_atomic(out_dir / MANIFEST_FILE, manifest)
     shutil.rmtree(out_dir / PARTIAL_DIR, ignore_errors=True)
@@ -437,7 +443,8 @@ def prepare_dataset(
     """Prepare every video of `listing` into shards in `out_dir` (resuming if interrupted).
 
     Raises ConfigError / OutputError before writing anything when settings or the output
-    folder are unusable; an existing complete output with the same plan is left as it is.
+    folder are unusable. An existing complete output with the same plan is verified (shard
+    sizes and SHA-256) and only its damaged shards are re-made (actrec.data.repair).
     """
     progress = progress or NullProgress()
     settings = settings or PrepareSettings()
@@ -451,9 +458,14 @@ def prepare_dataset(
     workers = max(1, workers if workers is not None else (os.cpu_count() or 1))
     plan = build_plan(listing, settings)
     status = _open_output(out_dir, plan)
-    if status == "complete":
-        summary = summarize_manifest(out_dir, read_manifest(out_dir))
+    if status == "complete":  # verify it, and re-make only the shards found damaged
+        from actrec.data.repair import repair_damaged_shards
+
+        manifest = read_manifest(out_dir)
+        repaired = repair_damaged_shards(out_dir, manifest, settings, workers, progress)
+        summary = summarize_manifest(out_dir, manifest)
         summary.already_complete = True
+        summary.repaired_shards, summary.repaired_videos = repaired.shards, repaired.videos
         return summary
     partial = out_dir / PARTIAL_DIR
     partial.mkdir(parents=True, exist_ok=True)
@@ -472,7 +484,7 @@ def prepare_dataset(
             _prepare_split(out_dir, split, entries, listing.classes, settings, workers, progress)
     finally:
         progress.finish()
-    manifest = _finish(out_dir, plan, str(root if root is not None else ""))
+    manifest = _finish(out_dir, plan, str(root if root is not None else ""), progress)
     summary = summarize_manifest(out_dir, manifest)
     summary.resumed_videos = resumed
     summary.elapsed_seconds = time.monotonic() - started

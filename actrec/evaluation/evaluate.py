@@ -50,8 +50,23 @@ class Evaluation:
         return self.results.get("modality")
 
 
-def default_eval_dir(run_dir: Path, split: str, protocol: Protocol) -> Path:
-    return Path(run_dir) / EVAL_DIR / f"{split}-{protocol.name}"
+def default_eval_dir(
+    run_dir: Path, split: str, protocol: Protocol, checkpoint: str = "final"
+) -> Path:
+    suffix = "" if checkpoint == "final" else f"-{checkpoint}"
+    return Path(run_dir) / EVAL_DIR / f"{split}-{protocol.name}{suffix}"
+
+
+def _scores_or_data_error(data_dir: Path, split: str, compute):
+    """compute(), with a read error of a damaged shard turned into a DatasetError naming it."""
+    import tensorflow as tf
+
+    from actrec.data.integrity import data_loss_error
+
+    try:
+        return compute()
+    except tf.errors.DataLossError as error:
+        raise data_loss_error(data_dir, [split], error) from None
 
 
 def _check_data(run, info, data_dir: Path, split: str) -> int:
@@ -81,23 +96,30 @@ def evaluate_run(
     out_dir: Path | str | None = None,
     view_batch: int = DEFAULT_VIEW_BATCH,
     progress: Progress | None = None,
+    checkpoint: str = "final",
 ) -> Evaluation:
     """Evaluate the finished run in `run_dir` on `split` of the prepared data (default: the
     data it was trained on) under `protocol`; writes the files of
-    actrec.evaluation.reports into out_dir (default RUN/eval/SPLIT-PROTOCOL).
+    actrec.evaluation.reports into out_dir (default RUN/eval/SPLIT-PROTOCOL, with "-best"
+    for checkpoint "best").
 
     view_batch: views per forward pass (memory is bounded by it, whatever the protocol).
+    checkpoint: "final" (final.weights.h5) or "best" (best.weights.h5).
+    A shard of `split` whose size differs from the manifest, or that cannot be read, is a
+    DatasetError naming it and the fix (actrec.data.integrity).
     """
     from actrec.config import clip_spec
+    from actrec.data.integrity import check_shard_sizes
     from actrec.data.pipeline import dataset_info
     from actrec.data.views import ViewSpec, build_view_dataset
     from actrec.trained_run import build_trained_model, load_trained_run, resolve_data_dir
 
     started = time.monotonic()
     progress = progress or NullProgress()
-    run = load_trained_run(run_dir)
+    run = load_trained_run(run_dir, checkpoint)
     data_dir = resolve_data_dir(run, data_dir)
     num_videos = _check_data(run, dataset_info(data_dir), data_dir, split)
+    check_shard_sizes(data_dir, [split])
     num_segments = protocol.num_segments or run.recipe.data.num_segments
     clip = replace(clip_spec(run.recipe, training=False), num_segments=num_segments)
     spec = ViewSpec(clip, protocol.num_clips, protocol.num_crops)
@@ -105,8 +127,12 @@ def evaluate_run(
     model = build_trained_model(run, num_segments)
     progress.start(f"evaluating {run.name} ({protocol.name}, {split})", num_videos)
     try:
-        scores = compute_video_scores(
-            model, views, num_videos, run.classes, spec.num_views, progress
+        scores = _scores_or_data_error(
+            data_dir,
+            split,
+            lambda: compute_video_scores(
+                model, views, num_videos, run.classes, spec.num_views, progress
+            ),
         )
     finally:
         progress.finish()
@@ -117,11 +143,14 @@ def evaluate_run(
         "modality": run.modality,
         **evaluation_request(run, protocol, data_dir, split),
         "protocol_description": protocol.description,
+        "checkpoint": checkpoint,
         "views_per_video": spec.num_views,
         "seconds": round(time.monotonic() - started, 3),
     }
     out_dir = (
-        Path(out_dir) if out_dir is not None else default_eval_dir(run.run_dir, split, protocol)
+        Path(out_dir)
+        if out_dir is not None
+        else default_eval_dir(run.run_dir, split, protocol, checkpoint)
     )
     files = write_evaluation(out_dir, scores, metrics, results)
     return Evaluation(run.name, scores, metrics, out_dir, results, files)
@@ -133,15 +162,17 @@ def saved_run_evaluation(
     *,
     data_dir: Path | str | None = None,
     split: str = "test",
+    checkpoint: str = "final",
 ) -> Evaluation | None:
-    """The evaluation `evaluate_run` would make, loaded from RUN/eval/SPLIT-PROTOCOL when
-    that folder already holds it (same split, protocol, data and weights file); else None.
+    """The evaluation `evaluate_run` would make, loaded from its folder when that folder
+    already holds it (same split, protocol, data and weights file); else None.
     Reads no model and imports no TensorFlow."""
     from actrec.trained_run import load_trained_run, resolve_data_dir
 
-    run = load_trained_run(run_dir)
+    run = load_trained_run(run_dir, checkpoint)
     request = evaluation_request(run, protocol, resolve_data_dir(run, data_dir), split)
-    folder = saved_evaluation_folder(default_eval_dir(run.run_dir, split, protocol), request)
+    folder = default_eval_dir(run.run_dir, split, protocol, checkpoint)
+    folder = saved_evaluation_folder(folder, request)
     return None if folder is None else load_evaluation(folder)
 
 

@@ -68,12 +68,14 @@ class RunCheckpoints:
             self.checkpoint, str(self.directory), max_to_keep=keep
         )
         self.chief_directory = run_dir / CHECKPOINT_DIR
+        self.last_path: str | None = None  # the chief's checkpoint last saved or restored
 
     def save(self, position: Position, global_step: int) -> str | None:
         """Save now (every worker must call this at the same step); the chief's path."""
         self.epoch.assign(position.epoch)
         self.step_in_epoch.assign(position.step_in_epoch)
         path = self.manager.save(checkpoint_number=global_step)
+        self.last_path = str(self.chief_directory / Path(path).name)
         if not self.is_chief:
             shutil.rmtree(self.directory, ignore_errors=True)
             return None
@@ -102,4 +104,5 @@ class RunCheckpoints:
                 "new --workdir"
             )
         self.checkpoint.restore(path).expect_partial()
+        self.last_path = path
         return Position(int(self.epoch.numpy()), int(self.step_in_epoch.numpy()))

@@ -1,11 +1,17 @@
 """One training run: recipe + prepared data -> a run directory with a trained model.
 
     RUN/recipe.yaml        the resolved recipe (what `--resume` continues)
-    RUN/run.json           data folder, classes, status, final metrics, the batch decision
+    RUN/run.json           data folder, classes, status, final metrics, the batch decision,
+                           the validation hold-out and the best validation
     RUN/checkpoints/       model, optimizer, step and schedule position (tf.train.CheckpointManager)
-    RUN/metrics.jsonl      one JSON object per logged step, epoch and validation
+    RUN/metrics.jsonl      one JSON object per logged step, epoch, validation and recovery
     RUN/tensorboard/       TensorBoard events
     RUN/final.weights.h5   the trained weights (rebuild the model from recipe.yaml)
+    RUN/best.weights.h5    the weights of the best validation top-1 (actrec.train.best)
+
+Validation never reads the test split (actrec.train.validation); a diverging loss rolls
+every worker back to the last checkpoint (actrec.train.divergence); shard sizes are checked
+at start and a read error names the damaged shard (actrec.data.integrity).
 
 The strategy is created first, before any TensorFlow op (multi-worker collectives require
 it). Every worker runs this function; only the chief writes the run directory. Each epoch
@@ -28,7 +34,7 @@ from pathlib import Path
 
 from actrec import __version__
 from actrec.atomic import append_line_durably, read_json_lines, write_json_atomic, write_text_atomic
-from actrec.errors import ActrecError, ConfigError, OutputError
+from actrec.errors import ActrecError, ConfigError, DivergenceError, OutputError
 from actrec.progress import NullProgress, Progress
 
 RECIPE_FILE = "recipe.yaml"
@@ -97,17 +103,9 @@ def _chief_values(strategy, values: list[float], is_chief: bool, num_workers: in
 
 def _agreed_flag(strategy, flag: bool, num_workers: int) -> bool:
     """True when any worker has `flag` set (one scalar all-reduce across workers)."""
-    if num_workers <= 1:
-        return flag
-    import tensorflow as tf
+    from actrec.train.divergence import agreed_counts
 
-    def any_worker():
-        context = tf.distribute.get_replica_context()
-        return context.all_reduce("SUM", tf.constant(1.0 if flag else 0.0))  # no MAX op
-
-    result = strategy.run(any_worker)
-    values = strategy.experimental_local_results(result)
-    return bool(float(values[0].numpy()) > 0.5)
+    return agreed_counts(strategy, [flag], num_workers)[0] > 0
 
 
 # --- run directory -----------------------------------------------------------------------
@@ -160,32 +158,20 @@ def _read_record(run_dir: Path) -> dict:
 
 
 def _truncate_metrics(path: Path, global_step: int) -> None:
-    """Drop metric lines written after the checkpoint being resumed (they will be redone)."""
+    """Drop metric lines written after the checkpoint being resumed (they will be redone),
+    and the "epoch" line at its step (an epoch resumed at its start writes it again)."""
     rows = read_json_lines(path)
-    kept = [row for row in rows if row.get("global_step", 0) <= global_step]
+    kept = [
+        row
+        for row in rows
+        if row.get("global_step", 0) < global_step
+        or (row.get("global_step", 0) == global_step and row.get("event") != "epoch")
+    ]
     if len(kept) != len(rows):
         write_text_atomic(path, "".join(json.dumps(row) + "\n" for row in kept))
 
 
 # --- building blocks ------------------------------------------------------------------------
-
-
-def _validation_split(recipe, info) -> str | None:
-    requested = recipe.data.validation_split
-    if requested == "none" or recipe.runtime.validate_every_epochs == 0:
-        return None
-    if requested == "auto":
-        return (
-            "val"
-            if info.num_videos.get("val")
-            else ("test" if info.num_videos.get("test") else None)
-        )
-    if not info.num_videos.get(requested):
-        raise ConfigError(
-            f"data.validation_split {requested!r}: the data has no such split (it has "
-            f"{', '.join(info.num_videos)}); use auto or none"
-        )
-    return requested
 
 
 def _resolve_auto_batch(
@@ -358,9 +344,15 @@ def train(
     import tensorflow as tf
 
     from actrec.config import clip_spec, dump_recipe, load_recipe, validate_recipe
+    from actrec.data.integrity import check_shard_sizes, data_loss_error
+    from actrec.data.manifest import read_manifest
     from actrec.data.pipeline import build_dataset, check_clip_spec, dataset_info
+    from actrec.train.best import BestWeights
     from actrec.train.checkpoint import Position, RunCheckpoints
+    from actrec.train.divergence import DivergenceGuard
+    from actrec.train.faults import NanInjection
     from actrec.train.schedule import epoch_plan, learning_rate
+    from actrec.train.validation import validation_plan
 
     validate_recipe(recipe)
     requested = recipe
@@ -373,7 +365,10 @@ def train(
             f"{prepared_dir} has no videos in the {recipe.data.train_split!r} split; it has "
             f"{', '.join(f'{k} ({v})' for k, v in info.num_videos.items())}"
         )
-    validation_split = _validation_split(recipe, info)
+    validation = validation_plan(recipe, read_manifest(prepared_dir))
+    train_videos -= len(validation.held_out)
+    splits_read = sorted({recipe.data.train_split, validation.split} - {None})
+    check_shard_sizes(prepared_dir, splits_read)  # a damaged shard is named before training
     # Only the chief judges the run directory (the others would race with its writes);
     # its verdict reaches every worker, so a refused run stops them all instead of leaving
     # them waiting in their first collective.
@@ -417,15 +412,22 @@ def train(
             record["batch_decision"] = decision.to_json()
         elif "batch_decision" in previous_record:
             record["batch_decision"] = previous_record["batch_decision"]
+        if "best" in previous_record:  # checked against the resumed step by BestWeights
+            record["best"] = previous_record["best"]
+        if validation.held_out:
+            record["holdout"] = validation.to_json(
+                recipe.data.validation_holdout, recipe.runtime.seed
+            )
         write_json_atomic(run_dir / RUN_FILE, record)
 
     keras.utils.set_random_seed(recipe.runtime.seed)
     if recipe.runtime.deterministic:
         tf.config.experimental.enable_op_determinism()
     trainer = _trainer(strategy, recipe, info.num_classes)
+    divergence = DivergenceGuard(recipe.train)
     checkpoints = RunCheckpoints(
         run_dir,
-        trainer.checkpoint_items(),
+        {**trainer.checkpoint_items(), **divergence.checkpoint_items()},
         is_chief=cluster.is_chief,
         worker_index=cluster.task_index,
         keep=recipe.runtime.keep_checkpoints,
@@ -441,9 +443,15 @@ def train(
             f"resumed from {resumed_from}: epoch {position.epoch + 1}, "
             f"step {position.step_in_epoch}"
         )
+    elif divergence.enabled:  # a divergence before the first save needs a state to return to
+        checkpoints.save(position, trainer.step)
     metrics = _MetricsLog(run_dir, cluster.is_chief)
     if cluster.is_chief and resumed_from:
         _truncate_metrics(metrics.path, trainer.step)
+    best = BestWeights(run_dir / RUN_FILE, cluster.is_chief, trainer.step)
+    injection = NanInjection(cluster.task_index, environ)
+    if validation.note:
+        progress.message(validation.note)
 
     termination = _TerminationFlag()
     termination.install()
@@ -473,7 +481,8 @@ def train(
             phase_start = _batch_phase_start(recipe.train, epoch)
             if batches is None or phase_start != current_phase:
                 # One input pipeline per batch-size phase of the schedule, seeded by the
-                # phase's first epoch; a resumed run skips the batches the phase has used.
+                # phase's first epoch; a resumed run skips the batches the phase has used
+                # (and those divergence recoveries skipped).
                 current_phase = phase_start
                 phase_seed = _epoch_seed(recipe.runtime.seed, phase_start)
 
@@ -488,70 +497,90 @@ def train(
                         input_context=context,
                         shuffle_buffer=recipe.data.shuffle_buffer,
                         repeat=True,
+                        skip_videos=validation.held_out,
                     )
 
                 batches = iter(trainer.distribute(train_dataset))
                 used = (epoch - phase_start) * plan.steps_per_epoch + first_step
-                for _ in range(used):
+                for _ in range(used + divergence.data_skip):
                     next(batches)
-            progress.start(f"epoch {epoch + 1}/{recipe.train.epochs}", plan.steps_per_epoch)
+            description = f"epoch {epoch + 1}/{recipe.train.epochs}"
+            progress.start(description, plan.steps_per_epoch)
             stopped_mid_epoch = False
             progress.advance(first_step)
-            for step in range(first_step, plan.steps_per_epoch):
+            step = first_step  # optimizer steps done in this epoch
+            while step < plan.steps_per_epoch:
                 rate = learning_rate(recipe.train, epoch, step, plan.steps_per_epoch)
+                rate *= divergence.lr_scale
                 step_started = time.monotonic()
-                values = trainer.train_step(next(batches), rate, plan.accumulation_steps)
+                batch = injection.batch(strategy, next(batches), trainer.step + 1)
+                values = trainer.train_step(batch, rate, plan.accumulation_steps)
+                step += 1
                 clips_per_second = plan.global_batch / max(time.monotonic() - step_started, 1e-9)
                 steps_this_call += 1
+                divergence.observe(values["loss"])
                 progress.advance(1, clips=plan.global_batch)
                 progress.show(
                     loss=values["loss"],
                     accuracy=values["accuracy"],
                     lr=rate,
                     batch=plan.global_batch,
+                    **divergence.shown(),
                 )
                 if trainer.step % recipe.runtime.log_every_steps == 0:
                     metrics.write(
                         "train",
                         trainer.step,
                         epoch=epoch,
-                        step=step + 1,
+                        step=step,
                         loss=values["loss"],
                         accuracy=values["accuracy"],
                         lr=rate,
                         global_batch=plan.global_batch,
                         clips_per_second=clips_per_second,
                     )
-                # kavg workers communicate only every K steps; so does the preemption check.
-                at_boundary = (
-                    recipe.train.sync == "allreduce" or trainer.step % recipe.train.kavg_steps == 0
-                )
-                stop = at_boundary and _agreed_flag(
-                    strategy, termination.raised, cluster.num_workers
-                )
                 budget_spent = stop_after_steps is not None and steps_this_call >= stop_after_steps
                 every = recipe.runtime.checkpoint_every_steps
-                periodic = every > 0 and trainer.step % every == 0
-                last_step = step + 1 == plan.steps_per_epoch
-                if (stop or budget_spent or periodic) and not last_step:
-                    trainer.synchronize()
-                    checkpoints.save(Position(epoch, step + 1), trainer.step)
-                summary.preempted = summary.preempted or stop
-                if (stop or budget_spent) and not last_step:  # checkpointed just above
+                saving = budget_spent or (every > 0 and trainer.step % every == 0)
+                saving = saving or step == plan.steps_per_epoch
+                # kavg workers communicate only every K steps (and before a checkpoint); so do
+                # the preemption and divergence checks.
+                communicate = recipe.train.sync == "allreduce" or (
+                    trainer.step % recipe.train.kavg_steps == 0
+                )
+                stop, diverged = divergence.check(
+                    trainer, termination.raised, communicate, saving, cluster.num_workers
+                )
+                if diverged:
+                    where = {"epoch": epoch, "step": step, "workers": diverged}
+                    restored = divergence.roll_back(
+                        checkpoints, trainer, where, metrics, progress, info.num_classes
+                    )
+                    step = restored.step_in_epoch
+                    progress.start(description, plan.steps_per_epoch)
+                    progress.advance(step)
+                    if not stop:
+                        continue  # else the recovery is checkpointed before stopping
+                if saving or stop:
+                    end_of_epoch = step == plan.steps_per_epoch
+                    if end_of_epoch and _batch_phase_start(recipe.train, epoch + 1) == epoch + 1:
+                        divergence.new_phase()  # the next epoch reads a new input stream
+                    saved = Position(epoch + 1, 0) if end_of_epoch else Position(epoch, step)
+                    checkpoints.save(saved, trainer.step)
+                summary.preempted = summary.preempted or bool(stop)
+                if (stop or budget_spent) and step < plan.steps_per_epoch:
                     summary.stopped_early = not stop
                     stopped_mid_epoch = True
                     break
             progress.finish()
             if stopped_mid_epoch:
                 break
-            trainer.synchronize()
-            checkpoints.save(Position(epoch + 1, 0), trainer.step)
             summary.epochs_done = epoch + 1
             if summary.preempted:  # SIGTERM on an epoch's last step: its checkpoint is saved
                 break
             every_validation = recipe.runtime.validate_every_epochs
             if (
-                validation_split
+                validation.split
                 and every_validation
                 and ((epoch + 1) % every_validation == 0 or epoch + 1 == recipe.train.epochs)
             ):
@@ -560,28 +589,45 @@ def train(
                 def eval_dataset(context, batch=eval_batch):
                     return build_dataset(
                         prepared_dir,
-                        validation_split,
+                        validation.split,
                         eval_spec,
                         batch,
                         training=False,
                         input_context=context,
+                        only_videos=validation.held_out or None,
                     )
 
                 summary.validation = trainer.evaluate(trainer.distribute(eval_dataset))
+                is_best = best.update(
+                    trainer.model, epoch, trainer.step, validation.name, summary.validation
+                )
                 metrics.write(
                     "validation",
                     trainer.step,
                     epoch=epoch,
-                    split=validation_split,
+                    split=validation.name,
                     **summary.validation,
                 )
                 progress.message(
-                    f"epoch {epoch + 1}: {validation_split} accuracy "
+                    f"epoch {epoch + 1}: {validation.name} accuracy "
                     f"{summary.validation['accuracy']:.3f}, loss {summary.validation['loss']:.4f}"
+                    + (" (best so far: best.weights.h5)" if is_best else "")
                 )
             if stop_after_steps is not None and steps_this_call >= stop_after_steps:
                 summary.stopped_early = epoch + 1 < recipe.train.epochs
                 break
+    except tf.errors.DataLossError as error:  # a shard damaged since the start: name it
+        kept = f"The checkpoints in {checkpoints.chief_directory} are kept: continue with " + (
+            "--resume once the data is repaired"
+        )
+        damaged = data_loss_error(prepared_dir, splits_read, error, kept)
+        if cluster.is_chief:
+            _record_status(run_dir, "damaged-data", str(damaged))
+        raise damaged from None
+    except DivergenceError as error:
+        if cluster.is_chief:
+            _record_status(run_dir, "diverged", str(error))
+        raise
     finally:
         termination.uninstall()
         metrics.close()
@@ -598,6 +644,7 @@ def train(
             all_reduces=trainer.num_all_reduces,
             epochs_done=summary.epochs_done,
             validation=summary.validation,
+            recoveries=divergence.recoveries,
         )
         write_json_atomic(run_dir / RUN_FILE, record)
     summary.elapsed_seconds = time.monotonic() - started
@@ -606,10 +653,13 @@ def train(
 
 def _save_final_weights(model, run_dir: Path) -> Path:
     """model.save_weights to a temporary name, then rename (atomic)."""
-    import os
+    from actrec.train.best import save_weights_atomically
 
-    final = run_dir / FINAL_WEIGHTS_FILE
-    temporary = run_dir / ".final.tmp.weights.h5"
-    model.save_weights(str(temporary))
-    os.replace(temporary, final)
-    return final
+    return save_weights_atomically(model, run_dir / FINAL_WEIGHTS_FILE)
+
+
+def _record_status(run_dir: Path, status: str, error: str) -> None:
+    """run.json's status and the error that stopped the run."""
+    record = _read_record(run_dir)
+    record.update(status=status, error=error)
+    write_json_atomic(run_dir / RUN_FILE, record)

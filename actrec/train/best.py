@@ -1,0 +1,82 @@
+"""RUN/best.weights.h5: the weights of the validation with the highest top-1 accuracy.
+
+Like mmaction2's `save_best` (mmengine/hooks/checkpoint_hook.py, rule "greater"): after each
+validation, a strictly higher top-1 than the best so far replaces the file, so on a tie the
+earlier epoch stays. run.json's "best" entry (epoch, global step, accuracy, split) says which
+validation it is, and is how a resumed run knows the score to beat. Only the chief writes.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+
+from actrec.atomic import write_json_atomic
+
+BEST_WEIGHTS_FILE = "best.weights.h5"
+BEST_KEY = "best"
+
+
+def save_weights_atomically(model, path: Path) -> Path:
+    """model.save_weights to a temporary name in the same folder, then rename."""
+    temporary = path.with_name(f".{path.name.removesuffix('.weights.h5')}.tmp.weights.h5")
+    model.save_weights(str(temporary))
+    os.replace(temporary, path)
+    return path
+
+
+class BestWeights:
+    """The best validation so far, its weights file and its entry in the run record.
+
+    record_path: RUN/run.json; its "best" entry is read (resumed runs), kept up to date and
+    dropped with the file when it comes from beyond `resumed_step` (a resume from an older
+    checkpoint redoes that part).
+    """
+
+    def __init__(self, record_path: Path, is_chief: bool, resumed_step: int):
+        self.record_path = Path(record_path)
+        self.path = self.record_path.parent / BEST_WEIGHTS_FILE
+        self.is_chief = is_chief
+        previous = self._record().get(BEST_KEY) if is_chief else None
+        valid = isinstance(previous, dict) and previous.get("global_step", 0) <= resumed_step
+        self.best = previous if valid else None
+        if is_chief and not valid:
+            self.path.unlink(missing_ok=True)
+            self._write_entry()
+
+    def update(self, model, epoch: int, global_step: int, split: str, validation: dict) -> bool:
+        """Keep `model`'s weights when `validation["accuracy"]` beats the best (every worker
+        calls this; only the chief writes); whether it did."""
+        accuracy = float(validation["accuracy"])
+        if not math.isfinite(accuracy):
+            return False
+        if self.best is not None and not accuracy > self.best["accuracy"]:
+            return False
+        self.best = {
+            "epoch": epoch,
+            "global_step": global_step,
+            "accuracy": accuracy,
+            "split": split,
+            "file": BEST_WEIGHTS_FILE,
+        }
+        if self.is_chief:
+            save_weights_atomically(model, self.path)
+            self._write_entry()
+        return True
+
+    def _record(self) -> dict:
+        try:
+            record = json.loads(self.record_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        return record if isinstance(record, dict) else {}
+
+    def _write_entry(self) -> None:
+        record = self._record()
+        if self.best is None:
+            record.pop(BEST_KEY, None)
+        else:
+            record[BEST_KEY] = self.best
+        write_json_atomic(self.record_path, record)
