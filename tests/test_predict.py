@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from actrec.data import shards
-from actrec.data.manifest import read_manifest, shard_paths
+from actrec.data import records
+from actrec.data.manifest import read_manifest
 from actrec.data.synthetic import SYNTHETIC_CLASSES, SyntheticConfig, render_clip, write_video
 from actrec.errors import ConfigError
 from actrec.export import export_runs
@@ -36,12 +36,10 @@ def test_predict_prepares_a_video_exactly_as_training_data(tiny_runs, tiny_expor
     sources = _test_videos(prepared)
     signature = tf.saved_model.load(str(tiny_exports[export])).signatures["serving_default"]
     expected = {}
-    for path in shard_paths(prepared, read_manifest(prepared), "test"):
-        for serialized in list(shards.iter_serialized_records(path))[:3]:
-            video_id = shards.parse_video_record(serialized)["video_id"].numpy().decode()
-            inputs = record_inputs(serialized, with_flow=export == "two-stream")
-            inputs = {name: value[None] for name, value in inputs.items()}  # a batch of 1
-            expected[str(sources[video_id])] = signature(**inputs)["probabilities"].numpy()[0]
+    for video_id, video_records in list(records.iter_split_videos(prepared, "test"))[:3]:
+        inputs = record_inputs(video_records, with_flow=export == "two-stream")
+        inputs = {name: value[None] for name, value in inputs.items()}  # a batch of 1
+        expected[str(sources[video_id])] = signature(**inputs)["probabilities"].numpy()[0]
 
     predictions = predict_videos(list(expected), tiny_exports[export], top_k=3)
     assert len(predictions) == 3

@@ -6,6 +6,9 @@ Layout of an output folder while it is being prepared:
     OUT/.actrec-partial/state.jsonl   one line per closed shard: its videos and skips
     OUT/train-00000.tfrecord ...      closed shards (complete: written, fsynced, renamed)
 
+A video's records (a header, then one record per frame: actrec.data.shards) are written
+consecutively into one shard; its row in the manifest holds the header's byte offset.
+
 Videos of each split are encoded in parallel but written in list order; a shard is closed
 once it holds `shard_size_mb` of records. A killed run loses at most the open shard: a
 re-run skips every video of the closed shards and produces byte-identical shards. At the end
@@ -37,12 +40,13 @@ from actrec.data.encode_video import PrepareSettings, VideoResult, VideoTask
 from actrec.data.manifest import (
     FORMAT_VERSION,
     MANIFEST_FILE,
+    RECORD_LAYOUT,
     REPORT_FILE,
     build_report,
     read_manifest,
 )
 from actrec.data.parallel import encode_in_order
-from actrec.data.shards import shard_file_name
+from actrec.data.shards import framed_size, shard_file_name
 from actrec.data.sources.base import SPLIT_NAMES, DatasetListing, VideoEntry
 from actrec.errors import ConfigError, DatasetError, OutputError
 from actrec.progress import NullProgress, Progress
@@ -117,20 +121,26 @@ def build_plan(listing: DatasetListing, settings: PrepareSettings) -> dict:
         for entry in entries
     ]
     plan = {
+        "format_version": FORMAT_VERSION,
         "dataset": listing.dataset,
         "split": listing.split_name,
         "classes": list(listing.classes),
         "settings": settings.to_dict(),
         "num_videos": len(videos),
     }
-    identity = json.dumps({**plan, "videos": videos}, sort_keys=True).encode()
-    plan["plan_digest"] = hashlib.sha256(identity).hexdigest()
+    plan["plan_digest"] = plan_digest(plan, videos)
     return plan
+
+
+def plan_digest(plan: dict, videos: list[list]) -> str:
+    """sha256 of a plan's fields and its [split, video id, label, path] list."""
+    identity = json.dumps({**plan, "videos": videos}, sort_keys=True).encode()
+    return hashlib.sha256(identity).hexdigest()
 
 
 def _plan_differences(old: dict, new: dict) -> str:
     differences = []
-    for key in ("dataset", "split", "num_videos"):
+    for key in ("format_version", "dataset", "split", "num_videos"):
         if old.get(key) != new.get(key):
             differences.append(f"{key} {old.get(key)!r} -> {new.get(key)!r}")
     old_settings, new_settings = old.get("settings", {}), new.get("settings", {})
@@ -211,13 +221,17 @@ class _ShardWriter:
         self.path = out_dir / shard_file_name(split, index)
         self.temporary = temporary_path(self.path)
         self._writer = tf.io.TFRecordWriter(str(self.temporary))
-        self.bytes_written = 0
+        self.bytes_written = 0  # the file's size so far (records and their framing)
         self.num_records = 0
 
-    def write(self, record: bytes) -> None:
-        self._writer.write(record)
-        self.bytes_written += len(record)
-        self.num_records += 1
+    def write_video(self, records: tuple[bytes, ...]) -> int:
+        """Write one video's records (header first); returns the header's byte offset."""
+        offset = self.bytes_written
+        for record in records:
+            self._writer.write(record)
+        self.bytes_written += framed_size(records)
+        self.num_records += len(records)
+        return offset
 
     def commit(self) -> None:
         self._writer.close()
@@ -228,7 +242,7 @@ class _ShardWriter:
         self.temporary.unlink(missing_ok=True)
 
 
-def _video_row(result: VideoResult, shard_name: str | None) -> dict:
+def _video_row(result: VideoResult, shard_name: str | None, offset: int | None) -> dict:
     row = {
         "id": result.video_id,
         "split": result.split,
@@ -236,8 +250,15 @@ def _video_row(result: VideoResult, shard_name: str | None) -> dict:
         "path": result.path,
         "frames": result.num_frames,
     }
-    if result.record is not None:
-        row.update(status="ok", shard=shard_name, digest=result.digest)
+    if result.records is not None:
+        row.update(
+            status="ok",
+            shard=shard_name,
+            offset=offset,
+            height=result.height,
+            width=result.width,
+            digest=result.digest,
+        )
     else:
         row.update(status="skipped", shard=None, reason=result.reason, detail=result.detail)
     return row
@@ -274,10 +295,11 @@ def _prepare_split(
     target_bytes = settings.shard_size_mb * 1024 * 1024
     writer: _ShardWriter | None = None
     results: list[VideoResult] = []
+    offsets: list[int | None] = []  # of each result's header in the open shard
     split_closed = False
 
     def close(last_position: int, split_complete: bool) -> None:
-        nonlocal writer, next_shard, results, split_closed
+        nonlocal writer, next_shard, results, offsets, split_closed
         shard_index = None
         if writer is not None and writer.num_records:
             writer.commit()
@@ -292,19 +314,24 @@ def _prepare_split(
             "first_position": results[0].position if results else last_position + 1,
             "last_position": last_position,
             "split_complete": split_complete,
-            "videos": [_video_row(result, shard_name) for result in results],
+            "videos": [
+                _video_row(result, shard_name, offset)
+                for result, offset in zip(results, offsets, strict=True)
+            ],
         }
         append_line_durably(state_path, json.dumps(row))
-        writer, results, split_closed = None, [], split_complete
+        writer, results, offsets, split_closed = None, [], [], split_complete
 
     last_position = next_position - 1
     try:
         for result in encode_in_order(tasks, settings, workers):
-            if result.record is not None:
+            offset = None
+            if result.records is not None:
                 if writer is None:
                     writer = _ShardWriter(out_dir, split, next_shard)
-                writer.write(result.record)
+                offset = writer.write_video(result.records)
             results.append(result)
+            offsets.append(offset)
             last_position = result.position
             progress.advance(1, frames=result.num_frames)
             if writer is not None and writer.bytes_written >= target_bytes:
@@ -387,6 +414,7 @@ def _finish(out_dir: Path, plan: dict, root: str) -> dict:
         ]
     manifest = {
         "format_version": FORMAT_VERSION,
+        "record_layout": RECORD_LAYOUT,
         "dataset": plan["dataset"],
         "split": plan["split"],
         "root": root,
