@@ -10,7 +10,8 @@
 The strategy is created first, before any TensorFlow op (multi-worker collectives require
 it). Every worker runs this function; only the chief writes the run directory. Each epoch
 rebuilds the input pipeline for that epoch's batch (the adaptive schedule), seeded by
-(seed, epoch), so a resumed run sees exactly the batches it would have seen.
+(seed, epoch), so a resumed run sees exactly the batches it would have seen; it starts the
+pipeline at its position without reading the clips before it.
 
 train.batch_size / train.max_per_replica_batch "auto" are resolved before the model is built
 (actrec.train.memory): the chief probes, every worker receives the numbers, recipe.yaml
@@ -54,6 +55,7 @@ class TrainSummary:
     num_all_reduces: int = 0
     weights_path: Path | None = None
     batch_decision: object | None = None  # actrec.train.memory.BatchDecision, when probed
+    clips_decoded: int = 0  # training clips this process's input pipelines decoded
 
 
 class _TerminationFlag:
@@ -252,7 +254,7 @@ def _model_builder(recipe, num_classes: int):
     return build
 
 
-def _trainer(strategy, recipe, num_classes: int):
+def _trainer(strategy, recipe, num_classes: int, input_transform=None):
     from actrec.train.loop import DistributedTrainer, OptimizerSettings, SyncSettings
 
     train = recipe.train
@@ -271,6 +273,7 @@ def _trainer(strategy, recipe, num_classes: int):
         label_smoothing=train.label_smoothing,
         mixed_precision=train.mixed_precision,
         seed=recipe.runtime.seed,
+        input_transform=input_transform,
     )
 
 
@@ -358,7 +361,7 @@ def train(
     import tensorflow as tf
 
     from actrec.config import clip_spec, dump_recipe, load_recipe, validate_recipe
-    from actrec.data.pipeline import build_dataset, check_clip_spec, dataset_info
+    from actrec.data.pipeline import build_dataset, check_clip_spec, dataset_info, finish_batch
     from actrec.train.checkpoint import Position, RunCheckpoints
     from actrec.train.schedule import epoch_plan, learning_rate
 
@@ -422,7 +425,14 @@ def train(
     keras.utils.set_random_seed(recipe.runtime.seed)
     if recipe.runtime.deterministic:
         tf.config.experimental.enable_op_determinism()
-    trainer = _trainer(strategy, recipe, info.num_classes)
+    # The pipeline stops at uint8 crops; flip, resize and scaling run with the model.
+    trainer = _trainer(
+        strategy,
+        recipe,
+        info.num_classes,
+        lambda crops: finish_batch(crops[0], crops[1], train_spec),
+    )
+    clips_decoded = tf.Variable(0, dtype=tf.int64, trainable=False)  # by this process
     checkpoints = RunCheckpoints(
         run_dir,
         trainer.checkpoint_items(),
@@ -473,11 +483,16 @@ def train(
             phase_start = _batch_phase_start(recipe.train, epoch)
             if batches is None or phase_start != current_phase:
                 # One input pipeline per batch-size phase of the schedule, seeded by the
-                # phase's first epoch; a resumed run skips the batches the phase has used.
+                # phase's first epoch. A resumed run starts it after the batches the phase
+                # has used: the data order is a function of the example index, so nothing
+                # skipped is read or decoded (actrec.data.order).
                 current_phase = phase_start
                 phase_seed = _epoch_seed(recipe.runtime.seed, phase_start)
+                used = (epoch - phase_start) * plan.steps_per_epoch + first_step
 
-                def train_dataset(context, seed=phase_seed, batch=replica_batch):
+                def train_dataset(context, seed=phase_seed, batch=replica_batch, steps=used):
+                    # each step takes one batch per replica this input pipeline feeds
+                    replicas = context.num_replicas_in_sync // context.num_input_pipelines
                     return build_dataset(
                         prepared_dir,
                         recipe.data.train_split,
@@ -486,14 +501,13 @@ def train(
                         training=True,
                         seed=seed,
                         input_context=context,
-                        shuffle_buffer=recipe.data.shuffle_buffer,
                         repeat=True,
+                        start_example=steps * batch * replicas,
+                        finish_on_device=True,
+                        decode_counter=clips_decoded,
                     )
 
                 batches = iter(trainer.distribute(train_dataset))
-                used = (epoch - phase_start) * plan.steps_per_epoch + first_step
-                for _ in range(used):
-                    next(batches)
             progress.start(f"epoch {epoch + 1}/{recipe.train.epochs}", plan.steps_per_epoch)
             stopped_mid_epoch = False
             progress.advance(first_step)
@@ -587,6 +601,7 @@ def train(
         metrics.close()
     summary.global_step = trainer.step
     summary.num_all_reduces = trainer.num_all_reduces
+    summary.clips_decoded = int(clips_decoded.numpy())
     finished = not (summary.preempted or summary.stopped_early)
     if cluster.is_chief:
         if finished:
