@@ -81,7 +81,7 @@ def test_crop_boxes_and_flips_are_format_1s(tiny_synthetic_prepared):
         tiny_synthetic_prepared, "train", spec, 8, True, seed=3, finish_on_device=True
     )
     (_, geometry), _ = next(iter(dataset))
-    for example, (height, width, flipped) in enumerate(geometry.numpy()):
+    for example, (_, _, height, width, flipped) in enumerate(geometry.numpy()):
         _, value = order.example_video(example, 16, 1, 0, 3)
         _, crop_seed, flip_seed = sampling.split_seed(
             tf.stack([value, tf.constant(0, tf.int64)]), 3
@@ -95,11 +95,14 @@ def test_crop_boxes_and_flips_are_format_1s(tiny_synthetic_prepared):
 def test_finishing_on_the_device_gives_the_pipelines_clips(tiny_synthetic_prepared, spec):
     prepared = tiny_synthetic_prepared
     finished = next(iter(build_dataset(prepared, "train", spec, 6, True, seed=5)))[0]
-    (crops, geometry), _ = next(
+    (parts, geometry), _ = next(
         iter(build_dataset(prepared, "train", spec, 6, True, seed=5, finish_on_device=True))
     )
-    assert crops.dtype == tf.uint8 and crops.shape[-1 if spec.modality == "flow" else -2] == 48
-    np.testing.assert_array_equal(finish_batch(crops, geometry, spec).numpy(), finished.numpy())
+    # a uint8 window (crop + chroma margin) per RGB frame, a crop per flow field: padded
+    side = 48 if spec.modality == "flow" else 48 + 2 * clips.CHROMA_MARGIN
+    assert len(parts) == spec.num_segments * (1 if spec.modality == "rgb" else 2 * spec.new_length)
+    assert all(part.dtype == tf.uint8 and part.shape[1:3] == (side, side) for part in parts)
+    np.testing.assert_array_equal(finish_batch(parts, geometry, spec).numpy(), finished.numpy())
 
 
 def test_starting_at_example_k_is_reading_on_from_k_without_decoding_before_it(

@@ -16,7 +16,7 @@ from actrec.train.run import train
 pytestmark = pytest.mark.slow
 
 # Two batch phases: epoch 0 at a global batch of 8, epoch 1 at 16 in micro-batches of 8
-# (gradient accumulation), 12 steps each.
+# (gradient accumulation), 8 steps each.
 PHASES = [
     "model.backbone=mobilenet_v3_small",
     "data.crop_size=32",
@@ -26,7 +26,7 @@ PHASES = [
     "train.batch_growth_every=1",
     "train.max_per_replica_batch=8",
     "train.epochs=2",
-    "runtime.steps_per_epoch=12",
+    "runtime.steps_per_epoch=8",
     "runtime.validate_every_epochs=0",
     "runtime.deterministic=true",
 ]
@@ -48,30 +48,36 @@ def _assert_same_weights(first: Path, second: Path) -> None:
         np.testing.assert_array_equal(mine, theirs)
 
 
-def test_resume_at_step_10_of_a_12_step_phase_is_bit_exact_and_decodes_only_what_it_trains(
+def test_resume_at_step_6_of_an_8_step_phase_is_bit_exact_and_decodes_only_what_it_trains(
     tiny_synthetic_prepared, tmp_path
 ):
     recipe = apply_overrides(load_recipe("synthetic-rgb"), PHASES)
-    stopped = train(recipe, tiny_synthetic_prepared, tmp_path / "resumed", stop_after_steps=22)
-    assert stopped.stopped_early and stopped.global_step == 22  # epoch 1, step 10 of 12
+    stopped = train(recipe, tiny_synthetic_prepared, tmp_path / "resumed", stop_after_steps=14)
+    assert stopped.stopped_early and stopped.global_step == 14  # epoch 1, step 6 of 8
     resumed = train(recipe, tiny_synthetic_prepared, tmp_path / "resumed", resume="latest")
     whole = train(recipe, tiny_synthetic_prepared, tmp_path / "whole")
-    assert resumed.global_step == whole.global_step == 24
+    assert resumed.global_step == whole.global_step == 16
     _assert_same_weights(
         tmp_path / "resumed" / "final.weights.h5", tmp_path / "whole" / "final.weights.h5"
     )
     # The resumed call trains 2 steps of 16 clips; replaying its phase would decode the
-    # 10 x 16 before them. What it decodes beyond 32 is the pipeline's read-ahead.
+    # 6 x 16 before them. What it decodes beyond 32 is the pipeline's read-ahead.
     print(f"clips decoded: resumed {resumed.clips_decoded}, whole run {whole.clips_decoded}")
-    assert 32 <= resumed.clips_decoded < 32 + 10 * 16
-    assert whole.clips_decoded >= 12 * 8 + 12 * 16
+    assert 32 <= resumed.clips_decoded < 32 + 6 * 16
+    assert whole.clips_decoded >= 8 * 8 + 8 * 16
 
 
 def test_two_kavg_workers_resume_late_in_a_phase_bit_exactly(tiny_synthetic_prepared, tmp_path):
     """K-step averaging on two real worker processes, with the phases above (each worker
-    accumulates 2 micro-batches of 4 in the second): stopped at step 22 (an averaging step),
-    resumed, equal to the uninterrupted two-worker run."""
-    settings = [*PHASES, "train.sync=kavg", "train.kavg_steps=2", "train.max_per_replica_batch=4"]
+    accumulates 2 micro-batches of 4 in the second): stopped at step 10 (epoch 1, step 4 of
+    6, an averaging step), resumed, equal to the uninterrupted two-worker run."""
+    settings = [
+        *PHASES,
+        "runtime.steps_per_epoch=6",
+        "train.sync=kavg",
+        "train.kavg_steps=2",
+        "train.max_per_replica_batch=4",
+    ]
 
     def launch(run_dir: Path, *extra: str) -> None:
         command = train_command("synthetic-rgb", tiny_synthetic_prepared, run_dir, settings)
@@ -80,7 +86,7 @@ def test_two_kavg_workers_resume_late_in_a_phase_bit_exactly(tiny_synthetic_prep
             code = launch_local_workers(2, [*command, *extra], timeout=300, output=output)
         assert code == 0, log.read_text()[-3000:]
 
-    launch(tmp_path / "resumed", "--stop-after-steps", "22")
+    launch(tmp_path / "resumed", "--stop-after-steps", "10")
     launch(tmp_path / "resumed", "--resume")
     launch(tmp_path / "whole")
     _assert_same_weights(

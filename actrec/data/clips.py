@@ -5,24 +5,21 @@ same clip as cropping, resizing and flipping the decoded frames in float):
 
     header (one read) -> TSN / dense starts -> one read per start (RGB: 1 record, flow: the
       L consecutive records) -> the multi-scale crop box, from the header's frame size
-      -> tf.io.decode_and_crop_jpeg: only the box is decoded, uint8
-         RGB [S, h, w, 3]; flow planar [S, 2 L, h, w] (x0, y0, x1, y1, ... per segment)
-      -> `finish_crops`: flip (uint8, before the resize: bilinear resizing commutes with a
-         mirror), one cast, one resize to crop_size (none when the box already is
-         crop_size), flow x -> 255 - x when mirrored, normalisation -> float32 [S, crop,
-         crop, C]
+      -> tf.io.decode_and_crop_jpeg: only around the box is decoded, uint8 (`training_crops`)
+      -> `finish_example`: the crops, flip (uint8, before the resize: bilinear resizing
+         commutes with a mirror), one cast, one resize to crop_size (none when the box
+         already is crop_size), flow x -> 255 - x when mirrored, normalisation
+         -> float32 [S, crop, crop, C]
 
-`finish_crops` can also run after batching, on the accelerator (`finish_batch`): the CPU
-then stops at uint8 crops, the part of the work that is JPEG decoding.
+The finishing can also run after batching, on the accelerator (`finish_batch`): the CPU
+then stops at decoded uint8 parts, which is the JPEG decoding and one copy into the batch.
 
 Evaluation decodes the sampled frames whole and takes the centre crop in float
-(`augment.centre_crop`), as the evaluation views and the export do.
-"""
+(`augment.centre_crop`), as the evaluation views and the export do."""
 
 from __future__ import annotations
 
 from actrec.data import augment, records, sampling, shards
-
 
 CHROMA_MARGIN = 8  # pixels; 2 make a 4:2:0 box exact, 8 cover 4:1:1 too
 
@@ -83,29 +80,39 @@ def _decoded_window(box, height, width):
     return window, box[0] - top, box[1] - left
 
 
-def decode_crops(jpegs, box, spec, frame_size):
-    """Decode only `box` (top, left, h, w) of every frame (plus a margin for RGB, see
-    `_decoded_window`): uint8 RGB [S, h, w, 3], or flow planar [S, 2L, h, w] from (x, y)
-    string [S*L] each (greyscale: no chroma, no margin). frame_size: (height, width)."""
+def decoded_parts(jpegs, box, spec, frame_size) -> tuple[list, object]:
+    """Decode only around `box` (top, left, h, w): (parts, where the box lies in each part:
+    int32 [2] (top, left)). RGB: S windows uint8 [h', w', 3] (the box plus a margin, see
+    `_decoded_window`); flow: 2 S L crops uint8 [h, w], x0, y0, x1, y1, ... (greyscale: no
+    chroma, no margin). frame_size: (height, width). The parts stay separate: stacking and
+    cutting them are copies that `crops_of_parts` makes where the clip is finished."""
     tf = _tf()
     if spec.modality == "rgb":
         window, top, left = _decoded_window(box, *frame_size)
-        windows = tf.stack(
-            [
-                tf.io.decode_and_crop_jpeg(jpegs[index], window, channels=3)
-                for index in range(spec.num_segments)
-            ]
-        )  # [S, window h, window w, 3]
-        return windows[:, top : top + box[2], left : left + box[3]]
+        parts = [
+            tf.io.decode_and_crop_jpeg(jpegs[index], window, channels=3)
+            for index in range(spec.num_segments)
+        ]
+        return parts, tf.stack([top, left])
     flow_x, flow_y = jpegs
-    fields = []
-    for index in range(spec.num_segments * spec.new_length):  # x0, y0, x1, y1, ...
-        for field in (flow_x, flow_y):
-            fields.append(tf.io.decode_and_crop_jpeg(field[index], box, channels=1)[..., 0])
-    planes = tf.stack(fields)  # [S*L*2, h, w]
-    shape = tf.shape(planes)
-    # [S*L*2, h, w] -> [S, 2L, h, w]
-    return tf.reshape(planes, [spec.num_segments, 2 * spec.new_length, shape[1], shape[2]])
+    parts = [
+        tf.io.decode_and_crop_jpeg(field[index], box, channels=1)[..., 0]
+        for index in range(spec.num_segments * spec.new_length)
+        for field in (flow_x, flow_y)
+    ]
+    return parts, tf.zeros([2], tf.int32)
+
+
+def crops_of_parts(parts, geometry, spec):
+    """The crops of `decoded_parts` (stacked: RGB [S, h', w', 3], flow [2SL, h', w'],
+    h' >= h, w' >= w) and geometry int32 [5] (top, left, h, w, mirrored): uint8 RGB
+    [S, h, w, 3] or flow planar [S, 2L, h, w]."""
+    tf = _tf()
+    top, left, height, width = geometry[0], geometry[1], geometry[2], geometry[3]
+    if spec.modality == "rgb":
+        return parts[:, top : top + height, left : left + width]
+    crops = parts[:, :height, :width]  # [2SL, h, w]
+    return tf.reshape(crops, [spec.num_segments, 2 * spec.new_length, height, width])
 
 
 def _resized(crops, crop_size: int):
@@ -132,7 +139,7 @@ def _scaled_flow(flow, mirrored, normalization: str):
 
 
 def finish_crops(crops, mirrored, spec):
-    """Crops decoded by `decode_crops` -> the clip: float32 [S, crop, crop, C].
+    """Crops (`crops_of_parts`) -> the clip: float32 [S, crop, crop, C].
 
     mirrored: bool scalar, the random flip. RGB uint8 [S, h, w, 3]; flow uint8 [S, 2L, h, w].
     """
@@ -147,8 +154,9 @@ def finish_crops(crops, mirrored, spec):
 
 
 def training_crops(path, header: dict, spec, seed):
-    """(uint8 crops of `decode_crops`, geometry int32 [3] = (crop height, crop width,
-    mirrored)) of one training example."""
+    """(parts, geometry) of one training example: the `decoded_parts` of its frames and
+    int32 [5] (top, left, height, width, mirrored): where its crop box lies in each part,
+    and its random flip. `finish_example` (or `finish_batch`) makes the clip."""
     tf = _tf()
     sample_seed, crop_seed, flip_seed = sampling.split_seed(seed, 3)
     is_flow = spec.modality == "flow"
@@ -164,28 +172,34 @@ def training_crops(path, header: dict, spec, seed):
         fixed_crop=spec.fixed_crop,
     )  # (top, left, h, w)
     frame_size = (header["height"], header["width"])
-    crops = decode_crops(clip_jpegs(path, header, starts, spec), box, spec, frame_size)
+    parts, corner = decoded_parts(clip_jpegs(path, header, starts, spec), box, spec, frame_size)
     mirrored = sampling.uniform_unit([], flip_seed) < 0.5
     if not spec.flip:
         mirrored = tf.constant(False)
-    return crops, tf.stack([box[2], box[3], tf.cast(mirrored, tf.int32)])
+    return parts, tf.concat([corner, box[2:], [tf.cast(mirrored, tf.int32)]], axis=0)
 
 
-def finish_batch(crops, geometry, spec):
-    """`finish_crops` of a batch of padded training crops: crops uint8 [B, S, P, P, 3] (RGB)
-    or [B, S, 2L, P, P] (flow), geometry int32 [B, 3] -> float32 [B, S, crop, crop, C]."""
+def finish_example(parts, geometry, spec):
+    """One training clip from its `training_crops`: float32 [S, crop, crop, C]."""
     tf = _tf()
-    is_flow = spec.modality == "flow"
+    crops = crops_of_parts(tf.stack(parts), geometry, spec)
+    return finish_crops(crops, geometry[4] > 0, spec)
+
+
+def finish_batch(parts, geometry, spec):
+    """Training clips float32 [B, S, crop, crop, C] from a batch of `training_crops`: parts
+    padded and batched, each [B, ...], geometry int32 [B, 5]."""
+    tf = _tf()
+    stacked = tf.stack(list(parts), axis=1)  # [B, S, H', W', 3] or [B, 2SL, H', W']
 
     def one(example):
-        crop, (height, width, mirrored) = example[0], tf.unstack(example[1])
-        crop = crop[:, :, :height, :width] if is_flow else crop[:, :height, :width]
-        return finish_crops(crop, mirrored > 0, spec)
+        crops = crops_of_parts(example[0], example[1], spec)
+        return finish_crops(crops, example[1][4] > 0, spec)
 
     signature = tf.TensorSpec(
         [spec.num_segments, spec.crop_size, spec.crop_size, spec.channels], tf.float32
     )
-    return tf.map_fn(one, (crops, geometry), fn_output_signature=signature)
+    return tf.map_fn(one, (stacked, geometry), fn_output_signature=signature)
 
 
 def decoded_frames(jpegs, spec):

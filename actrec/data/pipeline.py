@@ -19,9 +19,9 @@ after k examples without reading or decoding those k: this is how a training run
 With `seed` the data are deterministic (two builds yield identical batches; map order is
 kept); without, training draws a seed at build time and lets parallel calls reorder.
 
-finish_on_device: training stops at the uint8 crops (the part of the work that is JPEG
-decoding) and yields ((crops, geometry), labels); `finish_batch` turns them into the clips
-above where the model runs (an accelerator), with the same ops as this pipeline uses.
+finish_on_device: training stops at the decoded uint8 crops (the part of the work that is
+JPEG decoding) and yields ((parts, geometry), labels); `finish_batch` turns them into the
+clips above where the model runs (an accelerator), with the same ops as this pipeline uses.
 """
 
 from __future__ import annotations
@@ -65,10 +65,10 @@ def stack_flow_frames(flow, num_segments: int, new_length: int):
     return tf.reshape(moved, [num_segments, height, width, 2 * new_length])
 
 
-def finish_batch(crops, geometry, spec: ClipSpec):
-    """The clips float32 [B, T, crop, crop, C] of a finish_on_device batch ((crops,
+def finish_batch(parts, geometry, spec: ClipSpec):
+    """The clips float32 [B, T, crop, crop, C] of a finish_on_device batch ((parts,
     geometry) of `build_dataset`); run it where the model runs."""
-    return clips.finish_batch(crops, geometry, spec)
+    return clips.finish_batch(parts, geometry, spec)
 
 
 def _pipeline_count(input_context) -> tuple[int, int]:
@@ -98,11 +98,11 @@ def _example_function(videos: list[dict], spec: ClipSpec, training: bool, output
         header = records.read_header(path, tf.gather(offsets, video))
         if training:
             seed = tf.stack([random_value, tf.constant(0, tf.int64)])  # [2] stateless seed
-            crops, geometry = clips.training_crops(path, header, spec, seed)
+            parts, geometry = clips.training_crops(path, header, spec, seed)
             if outputs["finish_on_device"]:
-                clip = (crops, geometry)
+                clip = (tuple(parts), geometry)
             else:
-                clip = clips.finish_crops(crops, geometry[2] > 0, spec)
+                clip = clips.finish_example(parts, geometry, spec)
         else:
             num_frames = (
                 header["num_frames"] - 1 if spec.modality == "flow" else header["num_frames"]
@@ -123,12 +123,14 @@ def _example_function(videos: list[dict], spec: ClipSpec, training: bool, output
 
 
 def _padded_shapes(spec: ClipSpec, side: int, with_video_ids: bool):
-    """padded_batch shapes of finish_on_device elements: crops padded to side x side."""
+    """padded_batch shapes of finish_on_device elements: every decoded part (a frame's RGB
+    window, or a flow field's crop) padded to side x side."""
     if spec.modality == "flow":
-        crops = [spec.num_segments, 2 * spec.new_length, side, side]
+        parts = tuple([side, side] for _ in range(2 * spec.num_segments * spec.new_length))
     else:
-        crops = [spec.num_segments, side, side, 3]
-    shapes = ((crops, [3]), [])
+        side += 2 * clips.CHROMA_MARGIN
+        parts = tuple([side, side, 3] for _ in range(spec.num_segments))
+    shapes = ((parts, [5]), [])
     return (*shapes, []) if with_video_ids else shapes
 
 
@@ -172,8 +174,9 @@ def build_dataset(
     with_video_ids: also yield the video ids, string [B] (for per-video evaluation).
     start_example: the first example (of this pipeline) to yield; the ones before it are
         neither read nor decoded. With drop_remainder, batch b starts at example b * B.
-    finish_on_device: training only; yield ((crops uint8, geometry int32 [B, 3]), labels),
-        crops padded to the largest short side of the frames, for `finish_batch`.
+    finish_on_device: training only; yield ((parts, geometry int32 [B, 5]), labels) for
+        `finish_batch`: the decoded uint8 parts (a window around the crop per RGB frame,
+        the crop of each flow field), each padded to the largest short side of the frames.
     decode_counter: an int64 tf.Variable to add 1 to for every clip decoded.
     Raises DatasetError / ConfigError before building when the data cannot give `spec`.
     """

@@ -31,9 +31,7 @@ from actrec import __version__
 from actrec.atomic import (
     TEMPORARY_SUFFIX,
     append_line_durably,
-    commit_temporary,
     read_json_lines,
-    temporary_path,
     write_json_atomic,
 )
 from actrec.data.encode_video import PrepareSettings, VideoResult, VideoTask
@@ -46,7 +44,8 @@ from actrec.data.manifest import (
     read_manifest,
 )
 from actrec.data.parallel import encode_in_order
-from actrec.data.shards import framed_size, shard_file_name
+from actrec.data.shard_writer import ShardWriter, video_row
+from actrec.data.shards import shard_file_name
 from actrec.data.sources.base import SPLIT_NAMES, DatasetListing, VideoEntry
 from actrec.errors import ConfigError, DatasetError, OutputError
 from actrec.progress import NullProgress, Progress
@@ -212,58 +211,6 @@ def dry_run(listing: DatasetListing) -> DryRunReport:
 # --- shards ------------------------------------------------------------------------------
 
 
-class _ShardWriter:
-    """Writes one shard under a temporary name; `commit` makes it final (atomic)."""
-
-    def __init__(self, out_dir: Path, split: str, index: int):
-        import tensorflow as tf
-
-        self.path = out_dir / shard_file_name(split, index)
-        self.temporary = temporary_path(self.path)
-        self._writer = tf.io.TFRecordWriter(str(self.temporary))
-        self.bytes_written = 0  # the file's size so far (records and their framing)
-        self.num_records = 0
-
-    def write_video(self, records: tuple[bytes, ...]) -> int:
-        """Write one video's records (header first); returns the header's byte offset."""
-        offset = self.bytes_written
-        for record in records:
-            self._writer.write(record)
-        self.bytes_written += framed_size(records)
-        self.num_records += len(records)
-        return offset
-
-    def commit(self) -> None:
-        self._writer.close()
-        commit_temporary(self.temporary, self.path)
-
-    def discard(self) -> None:
-        self._writer.close()
-        self.temporary.unlink(missing_ok=True)
-
-
-def _video_row(result: VideoResult, shard_name: str | None, offset: int | None) -> dict:
-    row = {
-        "id": result.video_id,
-        "split": result.split,
-        "label": result.label,
-        "path": result.path,
-        "frames": result.num_frames,
-    }
-    if result.records is not None:
-        row.update(
-            status="ok",
-            shard=shard_name,
-            offset=offset,
-            height=result.height,
-            width=result.width,
-            digest=result.digest,
-        )
-    else:
-        row.update(status="skipped", shard=None, reason=result.reason, detail=result.detail)
-    return row
-
-
 def _prepare_split(
     out_dir: Path,
     split: str,
@@ -293,7 +240,7 @@ def _prepare_split(
         if position >= next_position
     ]
     target_bytes = settings.shard_size_mb * 1024 * 1024
-    writer: _ShardWriter | None = None
+    writer: ShardWriter | None = None
     results: list[VideoResult] = []
     offsets: list[int | None] = []  # of each result's header in the open shard
     split_closed = False
@@ -315,7 +262,7 @@ def _prepare_split(
             "last_position": last_position,
             "split_complete": split_complete,
             "videos": [
-                _video_row(result, shard_name, offset)
+                video_row(result, shard_name, offset)
                 for result, offset in zip(results, offsets, strict=True)
             ],
         }
@@ -328,7 +275,7 @@ def _prepare_split(
             offset = None
             if result.records is not None:
                 if writer is None:
-                    writer = _ShardWriter(out_dir, split, next_shard)
+                    writer = ShardWriter(out_dir, split, next_shard)
                 offset = writer.write_video(result.records)
             results.append(result)
             offsets.append(offset)

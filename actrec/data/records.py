@@ -173,9 +173,34 @@ def iter_split_videos(prepared_dir: Path | str, split: str):
     prepared_dir = Path(prepared_dir)
     for path in shard_paths(prepared_dir, read_manifest(prepared_dir), split):
         for header, video_records in iter_shard_videos(path):
-            yield header.context.feature[shards.VIDEO_ID_KEY].bytes_list.value[0].decode(), (
-                video_records
+            yield (
+                header.context.feature[shards.VIDEO_ID_KEY].bytes_list.value[0].decode(),
+                (video_records),
             )
+
+
+def video_record(video_records: Sequence[bytes]) -> shards.VideoRecord:
+    """The content of one video's records (the inverse of shards.encode_video_records)."""
+    tf = _tf()
+    header = tf.train.SequenceExample.FromString(video_records[0]).context.feature
+    frames = [tf.train.SequenceExample.FromString(record) for record in video_records[1:]]
+    num_frames = len(header[shards.RGB_OFFSETS_KEY].int64_list.value)
+
+    def jpegs(examples, key: str) -> tuple[bytes, ...]:
+        return tuple(
+            e.feature_lists.feature_list[key].feature[0].bytes_list.value[0] for e in examples
+        )
+
+    return shards.VideoRecord(
+        video_id=header[shards.VIDEO_ID_KEY].bytes_list.value[0].decode(),
+        label=int(header[shards.LABEL_INDEX_KEY].int64_list.value[0]),
+        label_text=header[shards.LABEL_TEXT_KEY].bytes_list.value[0].decode(),
+        height=int(header[shards.HEIGHT_KEY].int64_list.value[0]),
+        width=int(header[shards.WIDTH_KEY].int64_list.value[0]),
+        rgb_jpegs=jpegs(frames[:num_frames], shards.RGB_KEY),
+        flow_x_jpegs=jpegs(frames[num_frames:], shards.FLOW_X_KEY),
+        flow_y_jpegs=jpegs(frames[num_frames:], shards.FLOW_Y_KEY),
+    )
 
 
 def decode_video(records: Sequence[bytes], with_rgb: bool = True, with_flow: bool = True) -> dict:
