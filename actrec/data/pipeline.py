@@ -44,6 +44,7 @@ __all__ = [
     "MODALITIES",
     "ClipSpec",
     "DatasetInfo",
+    "batch_finisher",
     "build_dataset",
     "check_clip_spec",
     "dataset_info",
@@ -69,6 +70,11 @@ def finish_batch(parts, geometry, spec: ClipSpec):
     """The clips float32 [B, T, crop, crop, C] of a finish_on_device batch ((parts,
     geometry) of `build_dataset`); run it where the model runs."""
     return clips.finish_batch(parts, geometry, spec)
+
+
+def batch_finisher(spec: ClipSpec):
+    """`finish_batch` as a function of one finish_on_device batch's inputs (parts, geometry)."""
+    return lambda inputs: finish_batch(inputs[0], inputs[1], spec)
 
 
 def _pipeline_count(input_context) -> tuple[int, int]:

@@ -361,7 +361,7 @@ def train(
     import tensorflow as tf
 
     from actrec.config import clip_spec, dump_recipe, load_recipe, validate_recipe
-    from actrec.data.pipeline import build_dataset, check_clip_spec, dataset_info, finish_batch
+    from actrec.data.pipeline import batch_finisher, build_dataset, check_clip_spec, dataset_info
     from actrec.train.checkpoint import Position, RunCheckpoints
     from actrec.train.schedule import epoch_plan, learning_rate
 
@@ -425,13 +425,8 @@ def train(
     keras.utils.set_random_seed(recipe.runtime.seed)
     if recipe.runtime.deterministic:
         tf.config.experimental.enable_op_determinism()
-    # The pipeline stops at uint8 crops; flip, resize and scaling run with the model.
-    trainer = _trainer(
-        strategy,
-        recipe,
-        info.num_classes,
-        lambda crops: finish_batch(crops[0], crops[1], train_spec),
-    )
+    # The pipeline stops at decoded uint8 crops; flip, resize and scaling run with the model.
+    trainer = _trainer(strategy, recipe, info.num_classes, batch_finisher(train_spec))
     clips_decoded = tf.Variable(0, dtype=tf.int64, trainable=False)  # by this process
     checkpoints = RunCheckpoints(
         run_dir,
