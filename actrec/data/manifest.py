@@ -103,14 +103,15 @@ def shard_paths(prepared_dir: Path | str, manifest: dict, split: str) -> list[Pa
 
 
 def split_videos(prepared_dir: Path | str, manifest: dict, split: str) -> list[dict]:
-    """The prepared videos of `split` in the split's order, each {"id", "label", "path"
-    (its shard file), "offset" (of its header record)}; DatasetError as `shard_paths`."""
+    """The prepared videos of `split` in the split's order, each {"id", "label",
+    "shard_path", "offset" (of its header record in that shard)}; DatasetError as
+    `shard_paths`."""
     paths = {path.name: path for path in shard_paths(prepared_dir, manifest, split)}
     return [
         {
             "id": video["id"],
             "label": int(video["label"]),
-            "path": paths[video["shard"]],
+            "shard_path": paths[video["shard"]],
             "offset": int(video["offset"]),
         }
         for video in manifest.get("videos", ())

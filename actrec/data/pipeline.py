@@ -94,7 +94,7 @@ def _example_function(videos: list[dict], spec: ClipSpec, training: bool, output
     """(video index, int64 random) -> (clip, label[, video_id]); see build_dataset."""
     import tensorflow as tf
 
-    paths = tf.constant([str(video["path"]) for video in videos])
+    paths = tf.constant([str(video["shard_path"]) for video in videos])
     offsets = tf.constant([video["offset"] for video in videos], tf.int64)
     labels = tf.constant([video["label"] for video in videos], tf.int32)
     counter = outputs["decode_counter"]

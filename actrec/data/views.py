@@ -72,7 +72,8 @@ def crops_of_clip(clip, spec: ViewSpec):
 
 
 def _video_views_function(spec: ViewSpec):
-    """(position, shard path, header offset) -> a Dataset of (view, label, position, video_id)."""
+    """(position, shard path, header offset, label) -> a Dataset of (view, label, position,
+    video_id)."""
     import tensorflow as tf
 
     clip = spec.clip
@@ -123,7 +124,7 @@ def build_view_dataset(
     located = tf.data.Dataset.from_tensor_slices(
         (
             tf.range(len(videos), dtype=tf.int64),
-            [str(video["path"]) for video in videos],
+            [str(video["shard_path"]) for video in videos],
             tf.constant([video["offset"] for video in videos], tf.int64),
             tf.constant([video["label"] for video in videos], tf.int32),
         )
