@@ -170,3 +170,9 @@ def test_format_1_folder_names_itself_and_the_migration(tiny_synthetic_prepared,
         DatasetError, match=r"old holds format-1 shards.*actrec migrate .*old --out"
     ):
         build_dataset(old, "train", SPECS[0], 2, True)
+
+
+def test_more_input_pipelines_than_videos_is_a_dataset_error(tiny_synthetic_prepared):
+    context = tf.distribute.InputContext(num_input_pipelines=20, input_pipeline_id=19)
+    with pytest.raises(DatasetError, match=r"'train' split has 16 videos, fewer than the 20"):
+        build_dataset(tiny_synthetic_prepared, "train", SPECS[0], 2, True, input_context=context)

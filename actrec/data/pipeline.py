@@ -38,7 +38,7 @@ from actrec.data.clip_spec import (
     dataset_info,
 )
 from actrec.data.manifest import read_manifest, split_videos
-from actrec.errors import ConfigError
+from actrec.errors import ConfigError, DatasetError
 
 __all__ = [
     "MODALITIES",
@@ -195,6 +195,12 @@ def build_dataset(
     videos = split_videos(prepared_dir, read_manifest(prepared_dir), split)
     num_pipelines, pipeline_id = _pipeline_count(input_context)
     per_epoch = order.examples_per_epoch(len(videos), num_pipelines, pipeline_id)
+    if per_epoch == 0:
+        raise DatasetError(
+            f"{prepared_dir}: the {split!r} split has {len(videos)} videos, fewer than the "
+            f"{num_pipelines} input pipelines (workers) reading it; use fewer workers or more "
+            "videos"
+        )
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
         raise ConfigError(f"seed={seed!r} is not valid; use a whole number or None")
     order_seed = None
