@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import train_command
+from conftest import train_command, weight_file_arrays
 
 from actrec.config import apply_overrides, load_recipe
 from actrec.train.launch import launch_local_workers
@@ -32,19 +32,8 @@ PHASES = [
 ]
 
 
-def _weights(path: Path) -> list[np.ndarray]:
-    import h5py
-
-    arrays = []
-    with h5py.File(path, "r") as handle:
-        handle.visititems(
-            lambda name, item: arrays.append(np.array(item)) if hasattr(item, "shape") else None
-        )
-    return arrays
-
-
 def _assert_same_weights(first: Path, second: Path) -> None:
-    for mine, theirs in zip(_weights(first), _weights(second), strict=True):
+    for mine, theirs in zip(weight_file_arrays(first), weight_file_arrays(second), strict=True):
         np.testing.assert_array_equal(mine, theirs)
 
 
