@@ -88,7 +88,8 @@ class DataConfig:
     flip: random horizontal flip in training (flow-aware).
     scales: TSN's multi-scale crop: training crops of these fractions of the short side
         (TSN: 1, .875, .75, .66); use milder scales when objects are small in the frame.
-    shuffle_buffer: whole videos held for shuffling.
+    shuffle_buffer: unused since record format 2, whose training order is a new permutation
+        of all the videos every epoch (actrec.data.order); older recipes keep loading.
     train_split: the prepared split trained on.
     validation_split: what validation (and best.weights.h5) uses: "auto" = the held-out part
         of train when validation_holdout > 0, else "val" when the prepared data has it, else

@@ -6,7 +6,7 @@
           -> the export's serving signature (sampling, crop, model, softmax inside)
           -> the top-k classes
 
-A video goes through the preparation code path itself (one record, decoded back), so the
+A video goes through the preparation code path itself (its records, decoded back), so the
 model sees what it saw in training and evaluation: the same frame size, frame rate, flow
 method, flow quantisation and JPEG compression. The whole video is held in memory at the
 prepared frame size while it is predicted.
@@ -53,24 +53,13 @@ class VideoPrediction:
         }
 
 
-def record_inputs(serialized: bytes, with_rgb: bool = True, with_flow: bool = True) -> dict:
-    """Every frame of one prepared record, decoded: {"frames": uint8 [F, H, W, 3],
-    "flow": uint8 [F-1, H, W, 2] (quantised, 128 = no motion)} (the keys asked for)."""
-    import tensorflow as tf
+def record_inputs(video_records: Sequence[bytes], with_rgb: bool = True, with_flow: bool = True):
+    """Every frame of one prepared video (its records, header first), decoded: {"frames":
+    uint8 [F, H, W, 3], "flow": uint8 [F-1, H, W, 2] (quantised, 128 = no motion)} (the
+    keys asked for)."""
+    from actrec.data.records import decode_video
 
-    from actrec.data import shards
-
-    parsed = shards.parse_video_record(serialized, with_flow=with_flow)
-    num_frames = tf.cast(parsed["num_frames"], tf.int32)
-    inputs = {}
-    if with_rgb:
-        inputs["frames"] = shards.decode_rgb_frames(parsed["rgb"], tf.range(num_frames)).numpy()
-    if with_flow:
-        indices = tf.range(num_frames - 1)
-        inputs["flow"] = shards.decode_flow_frames(
-            parsed["flow_x"], parsed["flow_y"], indices
-        ).numpy()
-    return inputs
+    return decode_video(video_records, with_rgb, with_flow)
 
 
 class ExportedModel:
@@ -136,7 +125,7 @@ class ExportedModel:
         path = Path(path)
         task = VideoTask(0, path.stem, str(path), -1, "", "predict")
         result = encode_video(task, self.settings)
-        if result.record is None:
+        if result.records is None:
             detail = result.detail
             if result.reason == "too-short":
                 detail = (
@@ -146,7 +135,7 @@ class ExportedModel:
                 )
             raise VideoReadError(path, result.reason, detail)
         inputs = record_inputs(
-            result.record, "frames" in self.input_names, "flow" in self.input_names
+            result.records, "frames" in self.input_names, "flow" in self.input_names
         )
         return {name: array[None] for name, array in inputs.items()}  # [1, ...]
 

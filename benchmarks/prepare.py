@@ -63,7 +63,7 @@ def prepare_clip(path: Path) -> int:
     """Prepare one clip as a worker does; its number of frames."""
     task = VideoTask(0, path.stem, str(path), 0, "clip", "train")
     result = encode_video(task, PrepareSettings(frame_size=FRAME_SIZE, flow="dis"))
-    assert result.record is not None, result.detail
+    assert result.records is not None, result.detail
     return result.num_frames
 
 

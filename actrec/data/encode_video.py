@@ -1,11 +1,10 @@
-"""One video to one serialised record: decode, resize, JPEG-encode, optical flow.
+"""One video to its serialised records: decode, resize, JPEG-encode, optical flow.
 
 This runs inside the preparation worker processes and must stay TensorFlow-free.
 """
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -13,7 +12,7 @@ import cv2
 
 from actrec.data.flow import create_flow_estimator
 from actrec.data.frame_encoding import encode_video_jpegs
-from actrec.data.shards import VideoRecord, encode_video_record
+from actrec.data.shards import VideoRecord, encode_video_records, records_digest
 from actrec.data.video import FrameSize
 from actrec.errors import VideoReadError
 
@@ -56,17 +55,20 @@ class VideoTask:
 
 @dataclass(frozen=True)
 class VideoResult:
-    """What a worker returns. `record` is None when the video was skipped (see `reason`)."""
+    """What a worker returns. `records` (the video's serialised records, header first:
+    actrec.data.shards) is None when the video was skipped (see `reason`)."""
 
     position: int
     video_id: str
     split: str
     label: int
     path: str
-    record: bytes | None
+    records: tuple[bytes, ...] | None
     num_frames: int
     reason: str = ""
     detail: str = ""
+    height: int = 0
+    width: int = 0
 
     @classmethod
     def skipped(cls, task: VideoTask, reason: str, detail: str, num_frames: int = 0):
@@ -85,7 +87,7 @@ class VideoResult:
 
     @property
     def digest(self) -> str:
-        return hashlib.sha256(self.record).hexdigest() if self.record is not None else ""
+        return records_digest(self.records) if self.records is not None else ""
 
 
 def initialise_worker() -> None:
@@ -120,7 +122,7 @@ def encode_video(task: VideoTask, settings: PrepareSettings) -> VideoResult:
             f"{len(rgb_jpegs)} frames decoded, fewer than --min-frames {settings.min_frames}",
             len(rgb_jpegs),
         )
-    record = encode_video_record(
+    records = encode_video_records(
         VideoRecord(
             video_id=task.video_id,
             label=task.label,
@@ -133,5 +135,13 @@ def encode_video(task: VideoTask, settings: PrepareSettings) -> VideoResult:
         )
     )
     return VideoResult(
-        task.position, task.video_id, task.split, task.label, task.path, record, len(rgb_jpegs)
+        task.position,
+        task.video_id,
+        task.split,
+        task.label,
+        task.path,
+        records,
+        len(rgb_jpegs),
+        height=height,
+        width=width,
     )

@@ -6,8 +6,8 @@ its training videos (the same share of every class, chosen by a seed): it valida
 keeps best.weights.h5 on them and never trains on them.
 
 `held_out_videos` chooses the videos (scikit-learn's stratified `train_test_split`, from
-the manifest, so every worker chooses the same); `filter_records` keeps or drops them in a
-tf.data pipeline of serialised records, by their `video/id`.
+the manifest, so every worker chooses the same); `selected_videos` keeps or drops them from
+a split's list of videos before the input pipeline orders it (actrec.data.order).
 """
 
 from __future__ import annotations
@@ -43,26 +43,15 @@ def held_out_videos(manifest: dict, split: str, fraction: float, seed: int) -> t
     return tuple(sorted(held_out))
 
 
-def filter_records(records, video_ids: Collection[str], keep: bool):
-    """`records` (a tf.data.Dataset of serialised SequenceExamples) with only the videos
-    in `video_ids` (keep=True), or without them (keep=False)."""
-    import tensorflow as tf
-
-    from actrec.data.shards import VIDEO_ID_KEY
-
-    table = tf.lookup.StaticHashTable(
-        tf.lookup.KeyValueTensorInitializer(
-            tf.constant(sorted(video_ids), tf.string),
-            tf.ones([len(video_ids)], tf.int32),
-        ),
-        default_value=0,
-    )
-
-    def wanted(serialized):
-        context, _ = tf.io.parse_single_sequence_example(
-            serialized, context_features={VIDEO_ID_KEY: tf.io.FixedLenFeature([], tf.string)}
-        )
-        listed = tf.equal(table.lookup(context[VIDEO_ID_KEY]), 1)
-        return listed if keep else tf.logical_not(listed)
-
-    return records.filter(wanted)
+def selected_videos(
+    videos: list[dict], only_videos: Collection[str] | None, skip_videos: Collection[str]
+) -> list[dict]:
+    """`videos` (dicts with an "id", in order) restricted to `only_videos` (when given) and
+    without `skip_videos`; the order is kept."""
+    only = None if only_videos is None else set(only_videos)
+    skip = set(skip_videos)
+    return [
+        video
+        for video in videos
+        if (only is None or video["id"] in only) and video["id"] not in skip
+    ]

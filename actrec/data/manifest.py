@@ -3,7 +3,7 @@
 manifest.json is written last, atomically: a folder with a manifest is complete.
 
     {
-      "format_version": 1,
+      "format_version": 2, "record_layout": "video-header+frame-records",
       "dataset": "ucf101", "split": "1", "root": "/data/UCF-101",
       "classes": ["ApplyEyeMakeup", ...],                 # index = label
       "settings": {...PrepareSettings...},
@@ -12,8 +12,14 @@ manifest.json is written last, atomically: a folder with a manifest is complete.
       "splits": {"train": {"videos": 9537, "skipped": 0, "frames": ...,
                            "shards": ["train-00000-of-00012.tfrecord", ...]}, ...},
       "videos": [{"id", "split", "label", "path", "status": "ok" | "skipped", "frames",
-                  "shard", "digest" (sha256 of the record), "reason", "detail"}, ...]
+                  "shard", "offset" (byte offset of the video's header record in its shard),
+                  "height", "width", "digest" (sha256 of the video's records),
+                  "reason", "detail"}, ...]
     }
+
+Format versions: 1 held one record per video (every clip read the whole video); 2 holds a
+header record and one record per frame (actrec.data.shards), found through "offset".
+`actrec migrate` rewrites a version-1 folder as version 2 without decoding any video.
 """
 
 from __future__ import annotations
@@ -25,7 +31,8 @@ from actrec.errors import DatasetError
 
 MANIFEST_FILE = "manifest.json"
 REPORT_FILE = "report.json"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+RECORD_LAYOUT = "video-header+frame-records"
 
 
 def read_manifest(prepared_dir: Path | str) -> dict:
@@ -50,12 +57,26 @@ def read_manifest(prepared_dir: Path | str) -> dict:
         raise DatasetError(
             f"{path} cannot be read ({error}); re-run `actrec prepare` into a new folder"
         ) from error
-    if manifest.get("format_version") != FORMAT_VERSION:
-        raise DatasetError(
-            f"{path} has format_version {manifest.get('format_version')!r}; this actrec reads "
-            f"version {FORMAT_VERSION}: re-run `actrec prepare` with this version"
-        )
+    check_format_version(prepared_dir, manifest)
     return manifest
+
+
+def check_format_version(prepared_dir: Path, manifest: dict) -> None:
+    """DatasetError naming the folder and the fix when `manifest` is not this version's."""
+    version = manifest.get("format_version")
+    if version == FORMAT_VERSION:
+        return
+    if version == 1:
+        raise DatasetError(
+            f"{prepared_dir} holds format-1 shards (one record per video, so every clip reads "
+            f"its whole video); this actrec reads format {FORMAT_VERSION} (a record per frame). "
+            f"Convert it without decoding any video: `actrec migrate {prepared_dir} --out "
+            "NEW_FOLDER`, or prepare the dataset again"
+        )
+    raise DatasetError(
+        f"{prepared_dir / MANIFEST_FILE} has format_version {version!r}; this actrec reads "
+        f"version {FORMAT_VERSION}: prepare the dataset again with this version"
+    )
 
 
 def shard_paths(prepared_dir: Path | str, manifest: dict, split: str) -> list[Path]:
@@ -79,6 +100,23 @@ def shard_paths(prepared_dir: Path | str, manifest: dict, split: str) -> list[Pa
             "copy the whole prepared folder, or prepare again"
         )
     return paths
+
+
+def split_videos(prepared_dir: Path | str, manifest: dict, split: str) -> list[dict]:
+    """The prepared videos of `split` in the split's order, each {"id", "label",
+    "shard_path", "offset" (of its header record in that shard)}; DatasetError as
+    `shard_paths`."""
+    paths = {path.name: path for path in shard_paths(prepared_dir, manifest, split)}
+    return [
+        {
+            "id": video["id"],
+            "label": int(video["label"]),
+            "shard_path": paths[video["shard"]],
+            "offset": int(video["offset"]),
+        }
+        for video in manifest.get("videos", ())
+        if video.get("split") == split and video.get("status") == "ok"
+    ]
 
 
 def build_report(dataset: str, skipped: list[dict]) -> dict:

@@ -6,6 +6,9 @@ Layout of an output folder while it is being prepared:
     OUT/.actrec-partial/state.jsonl   one line per closed shard: its videos and skips
     OUT/train-00000.tfrecord ...      closed shards (complete: written, fsynced, renamed)
 
+A video's records (a header, then one record per frame: actrec.data.shards) are written
+consecutively into one shard; its row in the manifest holds the header's byte offset.
+
 Videos of each split are encoded in parallel but written in list order; a shard is closed
 once it holds `shard_size_mb` of records. A killed run loses at most the open shard: a
 re-run skips every video of the closed shards and produces byte-identical shards. At the end
@@ -28,9 +31,7 @@ from actrec import __version__
 from actrec.atomic import (
     TEMPORARY_SUFFIX,
     append_line_durably,
-    commit_temporary,
     read_json_lines,
-    temporary_path,
     write_json_atomic,
 )
 from actrec.data.encode_video import PrepareSettings, VideoResult, VideoTask
@@ -38,11 +39,13 @@ from actrec.data.integrity import SHARD_FILES_KEY, describe_shard_files
 from actrec.data.manifest import (
     FORMAT_VERSION,
     MANIFEST_FILE,
+    RECORD_LAYOUT,
     REPORT_FILE,
     build_report,
     read_manifest,
 )
 from actrec.data.parallel import encode_in_order
+from actrec.data.shard_writer import ShardWriter, video_row
 from actrec.data.shards import shard_file_name
 from actrec.data.sources.base import SPLIT_NAMES, DatasetListing, VideoEntry
 from actrec.errors import ConfigError, DatasetError, OutputError
@@ -120,20 +123,26 @@ def build_plan(listing: DatasetListing, settings: PrepareSettings) -> dict:
         for entry in entries
     ]
     plan = {
+        "format_version": FORMAT_VERSION,
         "dataset": listing.dataset,
         "split": listing.split_name,
         "classes": list(listing.classes),
         "settings": settings.to_dict(),
         "num_videos": len(videos),
     }
-    identity = json.dumps({**plan, "videos": videos}, sort_keys=True).encode()
-    plan["plan_digest"] = hashlib.sha256(identity).hexdigest()
+    plan["plan_digest"] = plan_digest(plan, videos)
     return plan
+
+
+def plan_digest(plan: dict, videos: list[list]) -> str:
+    """sha256 of a plan's fields and its [split, video id, label, path] list."""
+    identity = json.dumps({**plan, "videos": videos}, sort_keys=True).encode()
+    return hashlib.sha256(identity).hexdigest()
 
 
 def _plan_differences(old: dict, new: dict) -> str:
     differences = []
-    for key in ("dataset", "split", "num_videos"):
+    for key in ("format_version", "dataset", "split", "num_videos"):
         if old.get(key) != new.get(key):
             differences.append(f"{key} {old.get(key)!r} -> {new.get(key)!r}")
     old_settings, new_settings = old.get("settings", {}), new.get("settings", {})
@@ -205,47 +214,6 @@ def dry_run(listing: DatasetListing) -> DryRunReport:
 # --- shards ------------------------------------------------------------------------------
 
 
-class _ShardWriter:
-    """Writes one shard under a temporary name; `commit` makes it final (atomic)."""
-
-    def __init__(self, out_dir: Path, split: str, index: int):
-        import tensorflow as tf
-
-        self.path = out_dir / shard_file_name(split, index)
-        self.temporary = temporary_path(self.path)
-        self._writer = tf.io.TFRecordWriter(str(self.temporary))
-        self.bytes_written = 0
-        self.num_records = 0
-
-    def write(self, record: bytes) -> None:
-        self._writer.write(record)
-        self.bytes_written += len(record)
-        self.num_records += 1
-
-    def commit(self) -> None:
-        self._writer.close()
-        commit_temporary(self.temporary, self.path)
-
-    def discard(self) -> None:
-        self._writer.close()
-        self.temporary.unlink(missing_ok=True)
-
-
-def _video_row(result: VideoResult, shard_name: str | None) -> dict:
-    row = {
-        "id": result.video_id,
-        "split": result.split,
-        "label": result.label,
-        "path": result.path,
-        "frames": result.num_frames,
-    }
-    if result.record is not None:
-        row.update(status="ok", shard=shard_name, digest=result.digest)
-    else:
-        row.update(status="skipped", shard=None, reason=result.reason, detail=result.detail)
-    return row
-
-
 def _prepare_split(
     out_dir: Path,
     split: str,
@@ -275,12 +243,13 @@ def _prepare_split(
         if position >= next_position
     ]
     target_bytes = settings.shard_size_mb * 1024 * 1024
-    writer: _ShardWriter | None = None
+    writer: ShardWriter | None = None
     results: list[VideoResult] = []
+    offsets: list[int | None] = []  # of each result's header in the open shard
     split_closed = False
 
     def close(last_position: int, split_complete: bool) -> None:
-        nonlocal writer, next_shard, results, split_closed
+        nonlocal writer, next_shard, results, offsets, split_closed
         shard_index = None
         if writer is not None and writer.num_records:
             writer.commit()
@@ -295,19 +264,24 @@ def _prepare_split(
             "first_position": results[0].position if results else last_position + 1,
             "last_position": last_position,
             "split_complete": split_complete,
-            "videos": [_video_row(result, shard_name) for result in results],
+            "videos": [
+                video_row(result, shard_name, offset)
+                for result, offset in zip(results, offsets, strict=True)
+            ],
         }
         append_line_durably(state_path, json.dumps(row))
-        writer, results, split_closed = None, [], split_complete
+        writer, results, offsets, split_closed = None, [], [], split_complete
 
     last_position = next_position - 1
     try:
         for result in encode_in_order(tasks, settings, workers):
-            if result.record is not None:
+            offset = None
+            if result.records is not None:
                 if writer is None:
-                    writer = _ShardWriter(out_dir, split, next_shard)
-                writer.write(result.record)
+                    writer = ShardWriter(out_dir, split, next_shard)
+                offset = writer.write_video(result.records)
             results.append(result)
+            offsets.append(offset)
             last_position = result.position
             progress.advance(1, frames=result.num_frames)
             if writer is not None and writer.bytes_written >= target_bytes:
@@ -391,6 +365,7 @@ def _finish(out_dir: Path, plan: dict, root: str, progress: Progress) -> dict:
         ]
     manifest = {
         "format_version": FORMAT_VERSION,
+        "record_layout": RECORD_LAYOUT,
         "dataset": plan["dataset"],
         "split": plan["split"],
         "root": root,

@@ -34,13 +34,16 @@ class RepairSummary:
 
 
 def _shard_tasks(manifest: dict, shard_name: str) -> list[VideoTask]:
-    """The videos recorded in `shard_name`, in the order the manifest lists them."""
+    """The videos recorded in `shard_name`, in the shard's order (their byte offsets)."""
     classes = manifest["classes"]
-    rows = [
-        video
-        for video in manifest["videos"]
-        if video["status"] == "ok" and video["shard"] == shard_name
-    ]
+    rows = sorted(
+        (
+            video
+            for video in manifest["videos"]
+            if video["status"] == "ok" and video["shard"] == shard_name
+        ),
+        key=lambda video: video.get("offset", 0),
+    )
     return [
         VideoTask(
             position,
@@ -86,13 +89,14 @@ def _remake_shard(
     try:
         with tf.io.TFRecordWriter(str(temporary)) as writer:
             for task, result in zip(tasks, encode_in_order(tasks, settings, workers), strict=True):
-                if result.record is None:
+                if result.records is None:
                     raise _not_identical(out_dir, problem, task, f"is now skipped: {result.detail}")
                 if result.digest != digests[task.video_id]:
                     raise _not_identical(
                         out_dir, problem, task, "encodes to other bytes than when it was prepared"
                     )
-                writer.write(result.record)
+                for record in result.records:  # the header, then its frame records
+                    writer.write(record)
                 progress.advance(1, frames=result.num_frames)
         expected = manifest["shard_files"][problem.name]["sha256"]
         if file_sha256(temporary) != expected:

@@ -1,25 +1,41 @@
-"""THE record schema: one `tf.train.SequenceExample` per video (DESIGN.md §2).
+"""THE record schema, format 2: a video is a header record followed by one record per frame.
 
-Names follow the TF Model Garden video schema so other tools can read the RGB part:
+A training clip uses 8 of a Kinetics video's 250 frames; with one record per video (format
+1) every clip read and CRC-checked the whole video (~5-10 MB). In format 2 the records of
+one video are consecutive in one shard:
 
-    context   clip/label/index  int64      0-based class, -1 when the split has no labels
-              clip/label/text   bytes      class name ("" when unlabelled)
-              video/id          bytes      the source's video id
-              video/num_frames  int64      number of RGB frames T
-              image/height, image/width    int64  frame size as prepared
-    sequence  image/encoded     T x bytes  one RGB JPEG per frame
-              flow/x/encoded    (T-1) x bytes  greyscale JPEG of the quantised x flow
-              flow/y/encoded    (T-1) x bytes  between frame t and t+1 (absent with --flow none)
+    header        tf.train.SequenceExample, context only:
+                    clip/label/index        int64   0-based class, -1 when the split has none
+                    clip/label/text         bytes   class name ("" when unlabelled)
+                    video/id                bytes   the source's video id
+                    video/num_frames        int64   T, RGB frames
+                    image/height, image/width  int64  frame size as prepared
+                    video/rgb/offsets       int64 [T]    where each RGB frame record starts,
+                    video/flow/offsets      int64 [T-1]  and each flow record (absent with
+                                                          --flow none), in bytes counted from
+                                                          the first byte after the header
+    T RGB frames  SequenceExample, sequence image/encoded: [one RGB JPEG]
+    T-1 flows     SequenceExample, sequence flow/x/encoded, flow/y/encoded: [one greyscale
+                  JPEG each] of the quantised flow between frames t and t+1
+
+Offsets count the TFRecord framing (16 bytes per record: length, its CRC, payload CRC).
+manifest.json gives each video's shard and the byte offset of its header, so a clip reads
+its header and then only the frame records it samples (`actrec.data.records`).
+
+Names and types follow the TF Model Garden video schema (context clip/label/index,
+sequence image/encoded), but its readers take one record as one whole clip, so they cannot
+consume these shards as they stand: the split per frame is what lets a clip read only its
+frames.
 
 Encoding runs in TensorFlow-free worker processes (cheap to start, no per-process TF
-memory), so `encode_video_record` writes the protobuf wire format directly; the fields are
-a handful of length-delimited maps and lists, and `tests/test_shards.py` checks the bytes
-parse with TensorFlow's own parser. Parsing and decoding use TensorFlow and import it
-lazily, so importing this module stays cheap.
+memory), so the records are written in the protobuf wire format directly; the fields are a
+handful of length-delimited maps and lists, and `tests/test_shards.py` checks the bytes
+against TensorFlow's own serialisation. Reading is in `actrec.data.records`.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -29,16 +45,21 @@ VIDEO_ID_KEY = "video/id"
 NUM_FRAMES_KEY = "video/num_frames"
 HEIGHT_KEY = "image/height"
 WIDTH_KEY = "image/width"
+RGB_OFFSETS_KEY = "video/rgb/offsets"
+FLOW_OFFSETS_KEY = "video/flow/offsets"
 RGB_KEY = "image/encoded"
 FLOW_X_KEY = "flow/x/encoded"
 FLOW_Y_KEY = "flow/y/encoded"
 
 SHARD_SUFFIX = ".tfrecord"
+# A TFRecord record is uint64 length, uint32 masked CRC of the length, the payload, and a
+# uint32 masked CRC of the payload (tensorflow/core/lib/io/record_writer.h).
+RECORD_FRAMING_BYTES = 16
 
 
 @dataclass(frozen=True)
 class VideoRecord:
-    """The content of one record, before encoding.
+    """The content of one video's records, before encoding.
 
     rgb_jpegs: T JPEG images; flow_x_jpegs / flow_y_jpegs: T-1 greyscale JPEGs each, or
     empty tuples for RGB-only preparation.
@@ -95,28 +116,76 @@ def _map_entries(entries: dict[str, bytes]) -> bytes:
     )
 
 
-def _feature_list(features: Iterable[bytes]) -> bytes:
-    """FeatureList{repeated Feature feature = 1}."""
-    return b"".join(_length_delimited(1, feature) for feature in features)
+def _sequence_example(context: dict[str, bytes], sequences: dict[str, list[bytes]]) -> bytes:
+    """SequenceExample{context = 1: Features, feature_lists = 2: FeatureLists}; an empty
+    part is left out, as protobuf does for an unset message."""
+    out = b""
+    if context:
+        out += _length_delimited(1, _map_entries(context))
+    if sequences:
+        lists = {
+            key: b"".join(_length_delimited(1, feature) for feature in features)
+            for key, features in sequences.items()
+        }
+        out += _length_delimited(2, _map_entries(lists))
+    return out
 
 
-def encode_video_record(record: VideoRecord) -> bytes:
-    """Serialise `record` as a tf.train.SequenceExample (deterministic bytes)."""
+def _framed_offsets(records: Sequence[bytes], start: int) -> list[int]:
+    """Where each record starts when written one after another from byte `start`."""
+    offsets = []
+    for record in records:
+        offsets.append(start)
+        start += len(record) + RECORD_FRAMING_BYTES
+    return offsets
+
+
+def encode_video_records(record: VideoRecord) -> tuple[bytes, ...]:
+    """Serialise `record` as its header followed by its frame records (deterministic bytes).
+
+    Write them in this order, consecutively, into one TFRecord file.
+    """
+    rgb = [_sequence_example({}, {RGB_KEY: [_bytes_feature([jpeg])]}) for jpeg in record.rgb_jpegs]
+    flow = [
+        _sequence_example(
+            {}, {FLOW_X_KEY: [_bytes_feature([x])], FLOW_Y_KEY: [_bytes_feature([y])]}
+        )
+        for x, y in zip(record.flow_x_jpegs, record.flow_y_jpegs, strict=True)
+    ]
+    rgb_offsets = _framed_offsets(rgb, 0)
     context = {
         LABEL_INDEX_KEY: _int64_feature([record.label]),
         LABEL_TEXT_KEY: _bytes_feature([record.label_text.encode()]),
         VIDEO_ID_KEY: _bytes_feature([record.video_id.encode()]),
-        NUM_FRAMES_KEY: _int64_feature([len(record.rgb_jpegs)]),
+        NUM_FRAMES_KEY: _int64_feature([len(rgb)]),
         HEIGHT_KEY: _int64_feature([record.height]),
         WIDTH_KEY: _int64_feature([record.width]),
+        RGB_OFFSETS_KEY: _int64_feature(rgb_offsets),
     }
-    sequences = {RGB_KEY: _feature_list(_bytes_feature([jpeg]) for jpeg in record.rgb_jpegs)}
-    if record.flow_x_jpegs:
-        sequences[FLOW_X_KEY] = _feature_list(_bytes_feature([j]) for j in record.flow_x_jpegs)
-        sequences[FLOW_Y_KEY] = _feature_list(_bytes_feature([j]) for j in record.flow_y_jpegs)
-    return _length_delimited(1, _map_entries(context)) + _length_delimited(
-        2, _map_entries(sequences)
-    )
+    if flow:
+        flow_start = rgb_offsets[-1] + len(rgb[-1]) + RECORD_FRAMING_BYTES
+        context[FLOW_OFFSETS_KEY] = _int64_feature(_framed_offsets(flow, flow_start))
+    return (_sequence_example(context, {}), *rgb, *flow)
+
+
+def records_digest(records: Iterable[bytes]) -> str:
+    """sha256 of a video's serialised records, in order (the manifest's `digest`)."""
+    digest = hashlib.sha256()
+    for record in records:
+        digest.update(record)
+    return digest.hexdigest()
+
+
+def framed_size(records: Iterable[bytes]) -> int:
+    """Bytes the records take in a TFRecord file."""
+    return sum(len(record) + RECORD_FRAMING_BYTES for record in records)
+
+
+def dequantize_flow_tensor(quantized, bound: float = 20.0):
+    """uint8 quantised flow [...] -> float32 pixels, inverse of DESIGN.md §2's map."""
+    import tensorflow as tf
+
+    return tf.cast(quantized, tf.float32) * (2.0 * bound / 255.0) - bound
 
 
 # --- shard names -------------------------------------------------------------------------
@@ -127,86 +196,3 @@ def shard_file_name(split: str, index: int, num_shards: int | None = None) -> st
     if num_shards is None:
         return f"{split}-{index:05d}{SHARD_SUFFIX}"
     return f"{split}-{index:05d}-of-{num_shards:05d}{SHARD_SUFFIX}"
-
-
-# --- parsing (TensorFlow) -------------------------------------------------------------------
-
-
-def parse_video_record(serialized, with_flow: bool = True) -> dict:
-    """Parse one serialised record into tensors; no JPEG is decoded here.
-
-    Returns a dict: "video_id" (string), "label" (int64), "label_text" (string),
-    "num_frames" (int64), "rgb" (string [T]), and with_flow: "flow_x", "flow_y" (string [T-1]).
-    Works inside tf.data (graph mode) and eagerly.
-    """
-    import tensorflow as tf
-
-    context_features = {
-        LABEL_INDEX_KEY: tf.io.FixedLenFeature([], tf.int64),
-        LABEL_TEXT_KEY: tf.io.FixedLenFeature([], tf.string, default_value=""),
-        VIDEO_ID_KEY: tf.io.FixedLenFeature([], tf.string),
-        NUM_FRAMES_KEY: tf.io.FixedLenFeature([], tf.int64),
-    }
-    sequence_features = {RGB_KEY: tf.io.FixedLenSequenceFeature([], tf.string)}
-    if with_flow:
-        sequence_features[FLOW_X_KEY] = tf.io.FixedLenSequenceFeature([], tf.string)
-        sequence_features[FLOW_Y_KEY] = tf.io.FixedLenSequenceFeature([], tf.string)
-    context, sequences = tf.io.parse_single_sequence_example(
-        serialized, context_features=context_features, sequence_features=sequence_features
-    )
-    parsed = {
-        "video_id": context[VIDEO_ID_KEY],
-        "label": context[LABEL_INDEX_KEY],
-        "label_text": context[LABEL_TEXT_KEY],
-        "num_frames": context[NUM_FRAMES_KEY],
-        "rgb": sequences[RGB_KEY],
-    }
-    if with_flow:
-        parsed["flow_x"] = sequences[FLOW_X_KEY]
-        parsed["flow_y"] = sequences[FLOW_Y_KEY]
-    return parsed
-
-
-def decode_rgb_frames(encoded, indices):
-    """Decode only the frames at `indices`.
-
-    encoded: string [T]; indices: int [N] -> uint8 [N, H, W, 3].
-    """
-    import tensorflow as tf
-
-    selected = tf.gather(encoded, indices)
-    return tf.map_fn(
-        lambda jpeg: tf.io.decode_jpeg(jpeg, channels=3),
-        selected,
-        fn_output_signature=tf.TensorSpec([None, None, 3], tf.uint8),
-    )
-
-
-def decode_flow_frames(encoded_x, encoded_y, indices):
-    """Decode the quantised flow at `indices`: string [T-1] x2, int [N] -> uint8 [N, H, W, 2].
-
-    Values are the stored quantisation (128 = no motion); `dequantize_flow_tensor` gives pixels.
-    """
-    import tensorflow as tf
-
-    def decode_one(jpeg):
-        return tf.io.decode_jpeg(jpeg, channels=1)[..., 0]
-
-    spec = tf.TensorSpec([None, None], tf.uint8)
-    flow_x = tf.map_fn(decode_one, tf.gather(encoded_x, indices), fn_output_signature=spec)
-    flow_y = tf.map_fn(decode_one, tf.gather(encoded_y, indices), fn_output_signature=spec)
-    return tf.stack([flow_x, flow_y], axis=-1)  # [N, H, W, 2]
-
-
-def dequantize_flow_tensor(quantized, bound: float = 20.0):
-    """uint8 quantised flow [..., 2] -> float32 pixels, inverse of DESIGN.md §2's map."""
-    import tensorflow as tf
-
-    return tf.cast(quantized, tf.float32) * (2.0 * bound / 255.0) - bound
-
-
-def iter_serialized_records(path):
-    """Yield the serialised records (bytes) of one TFRecord shard, in file order."""
-    import tensorflow as tf
-
-    yield from tf.data.TFRecordDataset(str(path)).as_numpy_iterator()

@@ -1,6 +1,6 @@
 """Multi-view test inputs (DESIGN.md §6): every video as num_clips x num_crops views.
 
-    shard records (in order) -> parse -> for each clip c: decode only its frames
+    videos (in order) -> header -> for each clip c: read and decode only its frames
       -> crops (1 centre, 3 along the long side, or 10 = 4 corners + centre + mirrors)
       -> one element per view -> batch
 
@@ -20,15 +20,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from actrec.data import augment, sampling, shards
-from actrec.data.manifest import read_manifest, shard_paths
-from actrec.data.pipeline import (
-    ClipSpec,
-    _decode_unique,
-    check_clip_spec,
-    dataset_info,
-    stack_flow_frames,
-)
+from actrec.data import augment, clips, records, sampling
+from actrec.data.clip_spec import ClipSpec, check_clip_spec, dataset_info
+from actrec.data.manifest import read_manifest, split_videos
 from actrec.errors import ConfigError
 
 CROP_COUNTS = (1, 3, 10)
@@ -77,46 +71,32 @@ def crops_of_clip(clip, spec: ViewSpec):
     )
 
 
-def _clip_frames(parsed: dict, indices, spec: ClipSpec):
-    """Decoded frames of one clip: indices int32 [S, L] -> float32 [S, H, W, C]."""
-    import tensorflow as tf
-
-    flat = tf.reshape(indices, [-1])  # [S, L] -> [S*L]
-    if spec.modality == "flow":
-        quantized = _decode_unique(
-            lambda unique: shards.decode_flow_frames(parsed["flow_x"], parsed["flow_y"], unique),
-            flat,
-        )  # [S*L, H, W, 2] uint8
-        pixels = shards.dequantize_flow_tensor(quantized)  # [S*L, H, W, 2]
-        return stack_flow_frames(pixels, spec.num_segments, spec.new_length)  # [S, H, W, 2L]
-    frames = _decode_unique(lambda unique: shards.decode_rgb_frames(parsed["rgb"], unique), flat)
-    return tf.cast(frames, tf.float32)  # [S, H, W, 3]
-
-
 def _video_views_function(spec: ViewSpec):
-    """(position, serialized record) -> a Dataset of (view, label, position, video_id)."""
+    """(position, shard path, header offset, label) -> a Dataset of (view, label, position,
+    video_id)."""
     import tensorflow as tf
 
     clip = spec.clip
     is_flow = clip.modality == "flow"
 
-    def video_views(position, serialized):
-        parsed = shards.parse_video_record(serialized, with_flow=is_flow)
+    def video_views(position, path, offset, label):
+        header = records.read_header(path, offset)
         # flow t lies between frames t and t + 1
-        num_frames = parsed["num_frames"] - 1 if is_flow else parsed["num_frames"]
-        indices = sampling.test_clip_indices(
+        num_frames = header["num_frames"] - 1 if is_flow else header["num_frames"]
+        starts = sampling.test_clip_starts(
             num_frames,
             clip.num_segments,
             spec.num_clips,
             clip.sampling,
             clip.new_length,
             clip.frame_interval,
-        )  # [num_clips, S, L]
-        label = tf.cast(parsed["label"], tf.int32)
-        video_id = parsed["video_id"]
+        )  # [num_clips, S]
+        video_id = header["video_id"]
 
         def views_of(clip_index):
-            frames = _clip_frames(parsed, indices[clip_index], clip)  # [S, H, W, C]
+            frames = clips.decoded_frames(
+                clips.clip_jpegs(path, header, starts[clip_index], clip), clip
+            )  # [S, H, W, C]; only this clip's frames are read and decoded
             return crops_of_clip(frames, spec)  # [crops, S, crop, crop, C]
 
         views = tf.data.Dataset.range(spec.num_clips).map(views_of).unbatch()
@@ -140,9 +120,16 @@ def build_view_dataset(
         raise ConfigError(f"batch_size={batch_size!r} is not valid; use a whole number >= 1")
     prepared_dir = Path(prepared_dir)
     check_clip_spec(dataset_info(prepared_dir), spec.clip)
-    paths = shard_paths(prepared_dir, read_manifest(prepared_dir), split)
-    records = tf.data.TFRecordDataset([str(path) for path in paths])  # in the split's order
-    views = records.enumerate().interleave(
+    videos = split_videos(prepared_dir, read_manifest(prepared_dir), split)
+    located = tf.data.Dataset.from_tensor_slices(
+        (
+            tf.range(len(videos), dtype=tf.int64),
+            [str(video["shard_path"]) for video in videos],
+            tf.constant([video["offset"] for video in videos], tf.int64),
+            tf.constant([video["label"] for video in videos], tf.int32),
+        )
+    )  # in the split's order
+    views = located.interleave(
         _video_views_function(spec),
         cycle_length=max(1, parallel_videos),
         block_length=spec.num_views,

@@ -4,7 +4,7 @@ recovery (actrec.train.divergence) on real runs. Off unless set; read here only.
     ACTREC_INJECT_NAN=WORKER:STEP[,WORKER:STEP...]
 
 Worker WORKER (its task index; 0 on a single machine) replaces the clips of the batch of
-global step STEP (1-based) with NaN before the step, once per process: the NaN goes through
+global step STEP (1-based) with NaN in that step, once per process: the NaN goes through
 the real forward pass, loss, gradients and (under allreduce) the gradient all-reduce, as a
 damaged input would. A run rolled back past that step does not see it again, like a bad
 batch that recovery skips.
@@ -33,25 +33,35 @@ def _parsed(text: str) -> set[tuple[int, int]]:
 
 
 class NanInjection:
-    """The faults set for this worker (see the module docstring)."""
+    """The faults set for this worker (see the module docstring).
+
+    The training clips are finished from uint8 crops where the model runs (the input
+    transform), so the NaN is added there: `wrap` returns the transform plus a float
+    variable that `arm` sets to NaN for the step of a fault and to 0 otherwise.
+    """
 
     def __init__(self, worker_index: int, environ=None):
         environ = os.environ if environ is None else environ
         everywhere = _parsed(environ.get(ENVIRONMENT_VARIABLE, ""))
         self._steps = {step for worker, step in everywhere if worker == worker_index}
+        self._offset = None  # a tf.Variable float32 scalar, once `wrap` made one
 
-    def batch(self, strategy, batch, global_step: int):
-        """`batch` (clips, labels), with NaN clips when a fault is set for `global_step`
-        (per-replica values are replaced on every local replica)."""
-        if global_step not in self._steps:
-            return batch
-        self._steps.discard(global_step)
+    def wrap(self, input_transform):
+        """`input_transform` (clips -> float clips) plus the injected value; the transform
+        itself when no fault is set for this worker."""
+        if not self._steps:
+            return input_transform
         import tensorflow as tf
 
-        def poisoned(clips, labels):
-            return clips + tf.constant(float("nan"), clips.dtype), labels
+        self._offset = tf.Variable(0.0, trainable=False, name="injected_nan")
+        offset = self._offset
+        return lambda inputs: input_transform(inputs) + tf.cast(offset, tf.float32)
 
-        clips, labels = batch
-        if isinstance(clips, tf.Tensor):  # a local batch (kavg)
-            return poisoned(clips, labels)
-        return strategy.run(poisoned, args=(clips, labels))
+    def arm(self, global_step: int) -> bool:
+        """Make the next step's clips NaN when a fault is set for `global_step` (1-based),
+        once; else leave them as they are. Returns whether it fired."""
+        fired = global_step in self._steps
+        self._steps.discard(global_step)
+        if self._offset is not None:
+            self._offset.assign(float("nan") if fired else 0.0)
+        return fired

@@ -219,6 +219,8 @@ class DistributedTrainer:
     label_smoothing: targets (1 - s) one-hot + s / classes.
     mixed_precision: "none", "float16" (mixed_float16 + dynamic loss scaling) or
         "bfloat16" (mixed_bfloat16).
+    input_transform: applied to each replica's training clips where that replica runs,
+        before the model (actrec.data.pipeline.finish_batch: uint8 crops -> clips).
 
     Attributes: model, optimizer, strategy, step_variable (int64 optimizer steps, for
     checkpoints), num_replicas_in_sync (global replicas; workers under kavg),
@@ -238,6 +240,7 @@ class DistributedTrainer:
         label_smoothing: float = 0.0,
         mixed_precision: str = "none",
         seed: int = 0,
+        input_transform: Callable[[object], object] | None = None,
     ):
         import keras
         import tensorflow as tf
@@ -254,6 +257,7 @@ class DistributedTrainer:
             )
         self.label_smoothing = float(label_smoothing)
         self.mixed_precision = mixed_precision
+        self.input_transform = input_transform
         self.replicas_per_worker = _replicas_per_worker(strategy)
         self.num_workers = max(1, strategy.num_replicas_in_sync // self.replicas_per_worker)
         self.worker_index = worker_index(strategy)
@@ -561,6 +565,8 @@ class DistributedTrainer:
         """One replica's part of a step: gradients, (all-reduce,) update; statistics [3]."""
         import tensorflow as tf
 
+        if self.input_transform is not None:  # e.g. finishing uint8 crops on the device
+            clips = self.input_transform(clips)
         gradients, statistics = self._summed_gradients(clips, labels, accumulation_steps)
         if not self.local_updates:
             context = tf.distribute.get_replica_context()

@@ -16,7 +16,8 @@ at start and a read error names the damaged shard (actrec.data.integrity).
 The strategy is created first, before any TensorFlow op (multi-worker collectives require
 it). Every worker runs this function; only the chief writes the run directory. Each epoch
 rebuilds the input pipeline for that epoch's batch (the adaptive schedule), seeded by
-(seed, epoch), so a resumed run sees exactly the batches it would have seen.
+(seed, epoch), so a resumed run sees exactly the batches it would have seen; it starts the
+pipeline at its position without reading the clips before it.
 
 train.batch_size / train.max_per_replica_batch "auto" are resolved before the model is built
 (actrec.train.memory): the chief probes, every worker receives the numbers, recipe.yaml
@@ -60,6 +61,7 @@ class TrainSummary:
     num_all_reduces: int = 0
     weights_path: Path | None = None
     batch_decision: object | None = None  # actrec.train.memory.BatchDecision, when probed
+    clips_decoded: int = 0  # training clips this process's input pipelines decoded
 
 
 class _TerminationFlag:
@@ -238,7 +240,7 @@ def _model_builder(recipe, num_classes: int):
     return build
 
 
-def _trainer(strategy, recipe, num_classes: int):
+def _trainer(strategy, recipe, num_classes: int, input_transform=None):
     from actrec.train.loop import DistributedTrainer, OptimizerSettings, SyncSettings
 
     train = recipe.train
@@ -257,6 +259,7 @@ def _trainer(strategy, recipe, num_classes: int):
         label_smoothing=train.label_smoothing,
         mixed_precision=train.mixed_precision,
         seed=recipe.runtime.seed,
+        input_transform=input_transform,
     )
 
 
@@ -346,7 +349,7 @@ def train(
     from actrec.config import clip_spec, dump_recipe, load_recipe, validate_recipe
     from actrec.data.integrity import check_shard_sizes, data_loss_error
     from actrec.data.manifest import read_manifest
-    from actrec.data.pipeline import build_dataset, check_clip_spec, dataset_info
+    from actrec.data.pipeline import batch_finisher, build_dataset, check_clip_spec, dataset_info
     from actrec.train.best import BestWeights
     from actrec.train.checkpoint import Position, RunCheckpoints
     from actrec.train.divergence import DivergenceGuard
@@ -423,8 +426,13 @@ def train(
     keras.utils.set_random_seed(recipe.runtime.seed)
     if recipe.runtime.deterministic:
         tf.config.experimental.enable_op_determinism()
-    trainer = _trainer(strategy, recipe, info.num_classes)
+    # The pipeline stops at decoded uint8 crops; flip, resize and scaling run with the model.
+    injection = NanInjection(cluster.task_index, environ)  # ACTREC_INJECT_NAN, tests only
+    trainer = _trainer(
+        strategy, recipe, info.num_classes, injection.wrap(batch_finisher(train_spec))
+    )
     divergence = DivergenceGuard(recipe.train)
+    clips_decoded = tf.Variable(0, dtype=tf.int64, trainable=False)  # by this process
     checkpoints = RunCheckpoints(
         run_dir,
         {**trainer.checkpoint_items(), **divergence.checkpoint_items()},
@@ -449,7 +457,6 @@ def train(
     if cluster.is_chief and resumed_from:
         _truncate_metrics(metrics.path, trainer.step)
     best = BestWeights(run_dir / RUN_FILE, cluster.is_chief, trainer.step)
-    injection = NanInjection(cluster.task_index, environ)
     if validation.note:
         progress.message(validation.note)
 
@@ -481,12 +488,18 @@ def train(
             phase_start = _batch_phase_start(recipe.train, epoch)
             if batches is None or phase_start != current_phase:
                 # One input pipeline per batch-size phase of the schedule, seeded by the
-                # phase's first epoch; a resumed run skips the batches the phase has used
-                # (and those divergence recoveries skipped).
+                # phase's first epoch. A resumed run starts it after the batches the phase
+                # has used (and those divergence recoveries skipped): the data order is a
+                # function of the example index, so nothing skipped is read or decoded
+                # (actrec.data.order).
                 current_phase = phase_start
                 phase_seed = _epoch_seed(recipe.runtime.seed, phase_start)
+                used = (epoch - phase_start) * plan.steps_per_epoch + first_step
+                used += divergence.data_skip
 
-                def train_dataset(context, seed=phase_seed, batch=replica_batch):
+                def train_dataset(context, seed=phase_seed, batch=replica_batch, steps=used):
+                    # each step takes one batch per replica this input pipeline feeds
+                    replicas = context.num_replicas_in_sync // context.num_input_pipelines
                     return build_dataset(
                         prepared_dir,
                         recipe.data.train_split,
@@ -495,15 +508,14 @@ def train(
                         training=True,
                         seed=seed,
                         input_context=context,
-                        shuffle_buffer=recipe.data.shuffle_buffer,
                         repeat=True,
+                        start_example=steps * batch * replicas,
+                        finish_on_device=True,
+                        decode_counter=clips_decoded,
                         skip_videos=validation.held_out,
                     )
 
                 batches = iter(trainer.distribute(train_dataset))
-                used = (epoch - phase_start) * plan.steps_per_epoch + first_step
-                for _ in range(used + divergence.data_skip):
-                    next(batches)
             description = f"epoch {epoch + 1}/{recipe.train.epochs}"
             progress.start(description, plan.steps_per_epoch)
             stopped_mid_epoch = False
@@ -513,8 +525,8 @@ def train(
                 rate = learning_rate(recipe.train, epoch, step, plan.steps_per_epoch)
                 rate *= divergence.lr_scale
                 step_started = time.monotonic()
-                batch = injection.batch(strategy, next(batches), trainer.step + 1)
-                values = trainer.train_step(batch, rate, plan.accumulation_steps)
+                injection.arm(trainer.step + 1)
+                values = trainer.train_step(next(batches), rate, plan.accumulation_steps)
                 step += 1
                 clips_per_second = plan.global_batch / max(time.monotonic() - step_started, 1e-9)
                 steps_this_call += 1
@@ -633,6 +645,7 @@ def train(
         metrics.close()
     summary.global_step = trainer.step
     summary.num_all_reduces = trainer.num_all_reduces
+    summary.clips_decoded = int(clips_decoded.numpy())
     finished = not (summary.preempted or summary.stopped_early)
     if cluster.is_chief:
         if finished:
