@@ -76,6 +76,10 @@ class SyntheticConfig:
     rotation_speed: range of degrees / frame of the Rotate* classes.
     zoom_rate: range of the relative scale change / frame of the Zoom* classes.
     object_size: range of the object's longer side, as a fraction of the frame's short side.
+    background_contrast / object_contrast: ranges of the textures' standard deviation (grey
+        levels). A low-contrast background under a high-contrast object keeps the object
+        visible at the small sizes models see (a 32-pixel crop): with equal contrasts it is
+        camouflaged, and only pixel-accurate motion (optical flow) finds it.
     noise_std: standard deviation (grey levels) of per-frame pixel noise.
     test_fraction: share of each class's groups in testlist01 (the lowest groups).
     """
@@ -90,6 +94,8 @@ class SyntheticConfig:
     rotation_speed: tuple[float, float] = (6.0, 9.0)
     zoom_rate: tuple[float, float] = (0.04, 0.06)
     object_size: tuple[float, float] = (0.4, 0.6)
+    background_contrast: tuple[float, float] = (30.0, 50.0)
+    object_contrast: tuple[float, float] = (30.0, 50.0)
     noise_std: float = 2.0
     test_fraction: float = 0.3
 
@@ -106,6 +112,8 @@ class SyntheticConfig:
             ("rotation_speed", 20.0),
             ("zoom_rate", 0.2),
             ("object_size", 1.0),
+            ("background_contrast", 128.0),
+            ("object_contrast", 128.0),
         ):
             low, high = getattr(self, name)
             _require(0 < low <= high <= limit, name, (low, high), f"0 < low <= high <= {limit}")
@@ -128,10 +136,16 @@ def _require(condition: bool, name: str, value: object, expected: str) -> None:
 # ----------------------------------------------------------------------------- rendering
 
 
-def _random_texture(rng: np.random.Generator, height: int, width: int) -> np.ndarray:
+def _random_texture(
+    rng: np.random.Generator,
+    height: int,
+    width: int,
+    contrast: tuple[float, float] = (30.0, 50.0),
+) -> np.ndarray:
     """float32 [H, W, 3] colour noise with detail from 2 to 12 px, mean ~128.
 
-    Mean brightness and contrast are drawn per texture from fixed ranges.
+    Mean brightness (95-160) and contrast (standard deviation, from `contrast`) are drawn
+    per texture.
     """
     texture = np.zeros((height, width, 3), np.float32)
     for cell, weight in ((12, 1.0), (6, 0.8), (3, 0.6), (2, 0.3)):
@@ -146,8 +160,7 @@ def _random_texture(rng: np.random.Generator, height: int, width: int) -> np.nda
     texture = 0.6 * grey_part + 0.4 * texture  # keep some colour, mostly luminance detail
     texture = (texture - texture.mean()) / max(float(texture.std()), 1e-6)
     brightness = rng.uniform(95.0, 160.0)
-    contrast = rng.uniform(30.0, 50.0)
-    return texture * contrast + brightness
+    return texture * rng.uniform(*contrast) + brightness
 
 
 def _rotation_scale(angle_radians: float, scale: float) -> np.ndarray:
@@ -217,12 +230,12 @@ def render_clip(class_name: str, rng: np.random.Generator, config: SyntheticConf
     width, height = config.width, config.height
     short_side = min(width, height)
     # Appearance: drawn identically for every class.
-    background = _random_texture(rng, height, width)
+    background = _random_texture(rng, height, width, config.background_contrast)
     object_long_side = rng.uniform(*config.object_size) * short_side
     aspect = rng.uniform(0.6, 1.0)
     object_width = max(4, round(object_long_side))
     object_height = max(4, round(object_long_side * aspect))
-    object_texture = _random_texture(rng, object_height, object_width)
+    object_texture = _random_texture(rng, object_height, object_width, config.object_contrast)
     object_centre = ((object_width - 1) / 2.0, (object_height - 1) / 2.0)
     centre = (rng.uniform(0.35, 0.65) * width, rng.uniform(0.35, 0.65) * height)
     angle = rng.uniform(0.0, 2.0 * math.pi)
