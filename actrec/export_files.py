@@ -76,7 +76,7 @@ def _savedmodel_inputs(streams: Sequence[ExportedStream]) -> dict:
 def _savedmodel_outputs(streams: Sequence[ExportedStream], top_k: int) -> dict:
     outputs = {
         "probabilities": "float32 [N, K]: class probabilities"
-        + (" (weighted fusion of the streams' softmax)" if len(streams) == 2 else ""),
+        + (" (the softmax of the streams' weighted scores)" if len(streams) == 2 else ""),
         "top_k_indices": f"int32 [N, {top_k}]: class indices, most probable first",
         "top_k_probabilities": f"float32 [N, {top_k}]: their probabilities",
         "top_k_classes": f"string [N, {top_k}]: their class names",
@@ -134,6 +134,7 @@ def export_metadata(
     top_k: int,
     fusion_weights: Sequence[float] | None,
     preparation: dict,
+    fusion_average: str = "logits",
 ) -> dict:
     """The content of actrec.json."""
     two_stream = len(streams) == 2
@@ -163,6 +164,7 @@ def export_metadata(
             if two_stream
             else None
         ),
+        "fusion_average": fusion_average if two_stream else None,
         "preparation": preparation,
     }
 
@@ -359,8 +361,13 @@ def model_card(name: str, streams: Sequence[ExportedStream], metadata: dict) -> 
     for stream, entry in zip(streams, metadata["streams"], strict=True):
         lines += _stream_section(stream, entry)
     if fusion:
+        averaged = (
+            "softmax scores"
+            if metadata.get("fusion_average") == "softmax"
+            else "logits (pre-softmax scores, as the official TSN / TSM evaluations fuse)"
+        )
         lines += [
-            "Two-stream fusion: weighted average of the streams' softmax scores, "
+            f"Two-stream fusion: weighted average of the streams' {averaged}, "
             + " : ".join(f"{modality} {weight:g}" for modality, weight in fusion.items())
             + ".",
             "",

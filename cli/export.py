@@ -30,7 +30,15 @@ from actrec_cli.options import parse_fusion_weights
     default="1,1.5",
     show_default=True,
     metavar="RGB,FLOW",
-    help="Two-stream fusion weights of the softmax scores.",
+    help="Two-stream fusion weights.",
+)
+@click.option(
+    "--average",
+    type=click.Choice(["logits", "softmax"]),
+    default="logits",
+    show_default=True,
+    help="What the two-stream fusion averages: logits (the official TSN / TSM evaluation, "
+    "as `actrec eval`) or softmax probabilities.",
 )
 @click.option(
     "--top-k",
@@ -56,7 +64,7 @@ from actrec_cli.options import parse_fusion_weights
     "settings are recorded for `actrec predict`).",
 )
 @click.option("--overwrite", is_flag=True, help="Replace an earlier export in --out.")
-def export(run_dir, other_run, out_dir, weights, top_k, model_format, data_dir, overwrite):
+def export(run_dir, other_run, out_dir, weights, average, top_k, model_format, data_dir, overwrite):
     """Export RUN_DIR (a finished `actrec train` --workdir) as a TensorFlow SavedModel that
     takes decoded uint8 frames (and flow) of any size and returns class probabilities and
     the top-k class names, with actrec.json, classes.txt, the recipe and MODEL_CARD.md."""
@@ -69,6 +77,7 @@ def export(run_dir, other_run, out_dir, weights, top_k, model_format, data_dir, 
         out_dir,
         model_format=model_format,
         fusion_weights=weights,
+        fusion_average=average,
         top_k=top_k,
         overwrite=overwrite,
         data_dir=data_dir,

@@ -79,12 +79,15 @@ def evaluate_run(
     out_dir: Path | str | None = None,
     view_batch: int = DEFAULT_VIEW_BATCH,
     progress: Progress | None = None,
+    average: str = "logits",
 ) -> Evaluation:
     """Evaluate the finished run in `run_dir` on `split` of the prepared data (default: the
     data it was trained on) under `protocol`; writes the files of
     actrec.evaluation.reports into out_dir (default RUN/eval/SPLIT-PROTOCOL).
 
     view_batch: views per forward pass (memory is bounded by it, whatever the protocol).
+    average: what is averaged over a video's views, "logits" (the official TSN / TSM
+        evaluation) or "softmax" (actrec.evaluation.scores).
     """
     from actrec.config import clip_spec
     from actrec.data.pipeline import dataset_info
@@ -104,7 +107,7 @@ def evaluate_run(
     progress.start(f"evaluating {run.name} ({protocol.name}, {split})", num_videos)
     try:
         scores = compute_video_scores(
-            model, views, num_videos, run.classes, spec.num_views, progress
+            model, views, num_videos, run.classes, spec.num_views, progress, average
         )
     finally:
         progress.finish()
@@ -121,6 +124,7 @@ def evaluate_run(
         "num_clips": protocol.num_clips,
         "num_crops": protocol.num_crops,
         "views_per_video": spec.num_views,
+        "average": average,
         "seconds": round(time.monotonic() - started, 3),
     }
     out_dir = (
@@ -193,6 +197,7 @@ def fuse_evaluations(
         "split": first.get("split"),
         "protocol": first.get("protocol"),
         "views_per_video": first.get("views_per_video"),
+        "average": scores.average,
     }
     if out_dir is None:
         out_dir = streams[0].out_dir.parent / f"fused-{'-'.join(names)}"

@@ -1,4 +1,9 @@
-"""Two-stream fusion: a weighted average of the streams' softmax scores (TSN: RGB 1, flow 1.5).
+"""Two-stream fusion: a weighted average of the streams' scores (TSN: RGB 1, flow 1.5).
+
+The official evaluations fuse pre-softmax class scores: TSN's tools/eval_scores.py sums the
+streams' weighted `fc-action` outputs (normalization=False, lines 33-38) and TSM's
+test_models.py averages logits unless --softmax (lines 240-244, 273-275). AVERAGES names
+the two choices: "logits" (the sources') and "softmax" (average probabilities).
 
 `fuse_scores` fuses saved per-video scores (evaluation); `build_two_stream_model` joins two
 trained segment models into one model for evaluation and export.
@@ -15,6 +20,17 @@ from keras import ops
 from actrec.errors import ConfigError
 
 TSN_STREAM_WEIGHTS = (1.0, 1.5)  # RGB : flow
+AVERAGES = ("logits", "softmax")
+DEFAULT_AVERAGE = "logits"
+
+
+def check_average(average: str) -> str:
+    if average not in AVERAGES:
+        raise ConfigError(
+            f"score average {average!r} is not valid; use logits (the official TSN / TSM "
+            "evaluation: pre-softmax scores) or softmax (probabilities)"
+        )
+    return average
 
 
 def _checked_weights(weights: Sequence[float], streams: int) -> tuple[float, ...]:
@@ -29,7 +45,8 @@ def _checked_weights(weights: Sequence[float], streams: int) -> tuple[float, ...
 
 
 def fuse_scores(scores: Sequence[np.ndarray], weights: Sequence[float] = TSN_STREAM_WEIGHTS):
-    """Returns sum_i w_i * scores_i / sum_i w_i for softmax scores [N, K] of each stream."""
+    """Returns sum_i w_i * scores_i / sum_i w_i for scores [N, K] of each stream (logits or
+    softmax; dividing by the weights' sum keeps the scale and does not change a ranking)."""
     weights = _checked_weights(weights, len(scores))
     shapes = {np.shape(score) for score in scores}
     if len(shapes) != 1:
@@ -43,14 +60,28 @@ def fuse_scores(scores: Sequence[np.ndarray], weights: Sequence[float] = TSN_STR
 
 @keras.saving.register_keras_serializable(package="actrec")
 class WeightedScoreFusion(keras.layers.Layer):
-    """Per-stream logits [B, K] each -> weighted average of their softmax [B, K]."""
+    """Per-stream logits [B, K] each -> fused probabilities [B, K].
 
-    def __init__(self, stream_weights: Sequence[float] = TSN_STREAM_WEIGHTS, **kwargs):
+    average "logits": softmax of the weighted average of the logits (the official fusion);
+    "softmax": the weighted average of the streams' softmax. (Models saved before the
+    choice existed fused softmax scores; their config has no `average` and reloads so.)
+    """
+
+    def __init__(
+        self,
+        stream_weights: Sequence[float] = TSN_STREAM_WEIGHTS,
+        average: str = "softmax",
+        **kwargs,
+    ):
         super().__init__(**kwargs)
         self.stream_weights = [float(weight) for weight in stream_weights]
+        self.average = check_average(average)
 
     def call(self, inputs):
         weights = _checked_weights(self.stream_weights, len(inputs))
+        if self.average == "logits":
+            total = sum(weight * logits for weight, logits in zip(weights, inputs, strict=True))
+            return ops.softmax(total / sum(weights), axis=-1)
         total = sum(
             weight * ops.softmax(logits, axis=-1)
             for weight, logits in zip(weights, inputs, strict=True)
@@ -62,7 +93,7 @@ class WeightedScoreFusion(keras.layers.Layer):
 
     def get_config(self):
         config = super().get_config()
-        config.update(stream_weights=self.stream_weights)
+        config.update(stream_weights=self.stream_weights, average=self.average)
         return config
 
 
@@ -71,9 +102,11 @@ def build_two_stream_model(
     flow_model: keras.Model,
     stream_weights: Sequence[float] = TSN_STREAM_WEIGHTS,
     name: str = "two_stream",
+    average: str = DEFAULT_AVERAGE,
 ) -> keras.Model:
-    """Returns a model {"rgb": [B, T, H, W, 3], "flow": [B, T, H, W, 2L]} -> fused softmax
-    scores [B, K], from two trained segment models (logits out) sharing their classes."""
+    """Returns a model {"rgb": [B, T, H, W, 3], "flow": [B, T, H, W, 2L]} -> fused
+    probabilities [B, K] (see WeightedScoreFusion), from two trained segment models (logits
+    out) sharing their classes."""
     _checked_weights(stream_weights, 2)
     rgb_classes, flow_classes = rgb_model.output_shape[-1], flow_model.output_shape[-1]
     if rgb_classes != flow_classes:
@@ -83,7 +116,7 @@ def build_two_stream_model(
         )
     rgb = keras.Input(rgb_model.input_shape[1:], name="rgb")
     flow = keras.Input(flow_model.input_shape[1:], name="flow")
-    scores = WeightedScoreFusion(stream_weights, dtype="float32", name="fusion")(
+    scores = WeightedScoreFusion(stream_weights, average, dtype="float32", name="fusion")(
         [rgb_model(rgb), flow_model(flow)]
     )
     return keras.Model({"rgb": rgb, "flow": flow}, scores, name=name)
