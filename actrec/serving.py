@@ -168,7 +168,8 @@ def build_serving_function(
     """A function (one uint8 tensor per stream, in stream order) -> dict of outputs:
 
     probabilities float32 [N, K] (two-stream: the weighted fusion of the streams' logits or
-    softmax by `fusion_average`, `actrec.models.fusion.WeightedScoreFusion`); top_k_indices int32 [N, k];
+    softmax by `fusion_average`, `actrec.models.fusion.WeightedScoreFusion`);
+    top_k_indices int32 [N, k];
     top_k_probabilities float32 [N, k]; top_k_classes string [N, k] with k = min(top_k, K);
     two-stream also rgb_probabilities and flow_probabilities [N, K].
     """

@@ -191,7 +191,7 @@ def test_a_scores_file_without_its_average_is_softmax_and_mixed_fusion_is_refuse
     softmax = evaluate_run(
         runs["flow"], resolve_protocol("centre"), average="softmax", out_dir=tmp_path / "b"
     )
-    with pytest.raises(ConfigError, match="averaged as logits.*averaged as softmax"):
+    with pytest.raises(ConfigError, match=r"averaged as logits.*averaged as softmax"):
         fuse_evaluations([logits, softmax], out_dir=tmp_path / "fused")
     content = dict(np.load(tmp_path / "b" / "scores.npz"))
     del content["average"]  # a file written before the average was recorded

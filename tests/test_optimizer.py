@@ -216,9 +216,9 @@ def test_mobilenet_v2_first_conv_has_no_bias_and_every_bn_trains_without_partial
 
 def test_a_multiplier_for_a_missing_layer_is_an_error():
     model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2, name="head")])
-    with pytest.raises(ConfigError, match="classifier_lr_mult=5 but model .* no trainable Dense"):
+    with pytest.raises(ConfigError, match=r"classifier_lr_mult=5 but model .* no trainable Dense"):
         parameter_groups(model, MultiplierRules(classifier=5.0))
-    with pytest.raises(ConfigError, match="first_conv_lr_mult=5 but model .* no convolution"):
+    with pytest.raises(ConfigError, match=r"first_conv_lr_mult=5 but model .* no convolution"):
         parameter_groups(model, MultiplierRules(first_conv=5.0))
     with pytest.raises(ConfigError, match="bias_lr_mult=0"):
         MultiplierRules(bias=0)

@@ -73,7 +73,7 @@ def test_sources_cli_prints_every_field_with_its_source_in_110_columns(cli_runne
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
     assert max(len(line) for line in lines) <= 110
-    for field, value in recipe_fields(load_recipe("tsn-flow-ucf101")).items():
+    for field in recipe_fields(load_recipe("tsn-flow-ucf101")):
         assert any(line.startswith(f"│ {field} ") for line in lines), field
     row = next(line for line in lines if line.startswith("│ train.first_conv_lr_mult "))
     assert "│ 5 " in row and "U:53" in row
