@@ -1,12 +1,19 @@
-"""The built-in synthetic motion dataset: classes that only optical flow can tell apart.
+"""The built-in synthetic motion dataset: classes that only motion can tell apart.
 
-Every clip shows a static random-texture background and a textured rectangle drawn
-from the same appearance distributions for every class (texture, size, aspect,
-position, orientation), which then moves by its class: translates left / right / up /
-down, rotates clockwise / counterclockwise (on screen, y pointing down) or zooms in /
-out about its centre, a few pixels per frame. Motion is parametrised about the middle
-frame, so the middle frame of every class is drawn from one distribution; a single
-frame cannot tell the classes apart, the flow of two frames can.
+Every clip shows a static low-contrast random-texture background and a high-contrast
+textured rectangle drawn from the same appearance distributions for every class (texture,
+size, aspect, position, orientation), which then moves by its class: translates left /
+right / up / down, rotates clockwise / counterclockwise (on screen, y pointing down) or
+zooms in / out about its centre, a few pixels per frame. Motion is parametrised about the
+middle frame, so the middle frame of every class is drawn from one distribution, and a
+clip's frames taken as an unordered set are distributed as those of the opposite class
+(its time reversal: left / right, clockwise / counterclockwise, in / out): a single frame,
+or an average of per-frame scores (TSN), cannot tell a class from its opposite; the flow
+of two frames can, and so can a model that compares frames in order (TSM).
+
+The contrasts matter (`background_contrast`, `object_contrast`): with equal contrasts the
+object is camouflaged, visible only to pixel-accurate motion, and an RGB TSM on 32-pixel
+crops, whose first temporal shift sees 8x8 feature maps, learns nothing.
 
 The videos are real files (MJPG in .avi, intra-frame only, so the decoded motion is
 what was rendered) in the UCF101 layout, so the ordinary UCF101-style preparation
@@ -94,8 +101,8 @@ class SyntheticConfig:
     rotation_speed: tuple[float, float] = (6.0, 9.0)
     zoom_rate: tuple[float, float] = (0.04, 0.06)
     object_size: tuple[float, float] = (0.4, 0.6)
-    background_contrast: tuple[float, float] = (30.0, 50.0)
-    object_contrast: tuple[float, float] = (30.0, 50.0)
+    background_contrast: tuple[float, float] = (8.0, 15.0)
+    object_contrast: tuple[float, float] = (40.0, 60.0)
     noise_std: float = 2.0
     test_fraction: float = 0.3
 
