@@ -36,6 +36,7 @@ EXPECTED_RECIPES = {
     "two-stream-kavg-adaptive-rgb-ucf101",
     "two-stream-kavg-adaptive-flow-ucf101",
     "synthetic-rgb",
+    "synthetic-tsm",
     "synthetic-flow",
 }
 UCF101_SPLIT1_TRAIN_VIDEOS = 9537
@@ -140,7 +141,7 @@ def test_kavg_adaptive_recipe(modality):
     assert train.lr == pytest.approx(tsn.lr * train.batch_size / tsn.batch_size)
 
 
-@pytest.mark.parametrize("modality", ["rgb", "flow"])
+@pytest.mark.parametrize("modality", ["rgb", "tsm", "flow"])
 def test_synthetic_recipes_fit_the_default_synthetic_frames(modality):
     recipe = load_recipe(f"synthetic-{modality}")
     assert recipe.model.backbone == "mobilenet_v2" and recipe.model.weights == "none"

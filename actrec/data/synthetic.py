@@ -83,6 +83,7 @@ class SyntheticConfig:
     rotation_speed: range of degrees / frame of the Rotate* classes.
     zoom_rate: range of the relative scale change / frame of the Zoom* classes.
     object_size: range of the object's longer side, as a fraction of the frame's short side.
+    object_aspect: range of the object's shorter side over its longer side.
     background_contrast / object_contrast: ranges of the textures' standard deviation (grey
         levels). A low-contrast background under a high-contrast object keeps the object
         visible at the small sizes models see (a 32-pixel crop): with equal contrasts it is
@@ -101,6 +102,7 @@ class SyntheticConfig:
     rotation_speed: tuple[float, float] = (6.0, 9.0)
     zoom_rate: tuple[float, float] = (0.04, 0.06)
     object_size: tuple[float, float] = (0.4, 0.6)
+    object_aspect: tuple[float, float] = (0.6, 1.0)
     background_contrast: tuple[float, float] = (8.0, 15.0)
     object_contrast: tuple[float, float] = (40.0, 60.0)
     noise_std: float = 2.0
@@ -119,6 +121,7 @@ class SyntheticConfig:
             ("rotation_speed", 20.0),
             ("zoom_rate", 0.2),
             ("object_size", 1.0),
+            ("object_aspect", 1.0),
             ("background_contrast", 128.0),
             ("object_contrast", 128.0),
         ):
@@ -239,7 +242,7 @@ def render_clip(class_name: str, rng: np.random.Generator, config: SyntheticConf
     # Appearance: drawn identically for every class.
     background = _random_texture(rng, height, width, config.background_contrast)
     object_long_side = rng.uniform(*config.object_size) * short_side
-    aspect = rng.uniform(0.6, 1.0)
+    aspect = rng.uniform(*config.object_aspect)
     object_width = max(4, round(object_long_side))
     object_height = max(4, round(object_long_side * aspect))
     object_texture = _random_texture(rng, object_height, object_width, config.object_contrast)
