@@ -76,7 +76,7 @@ def _savedmodel_inputs(streams: Sequence[ExportedStream]) -> dict:
 def _savedmodel_outputs(streams: Sequence[ExportedStream], top_k: int) -> dict:
     outputs = {
         "probabilities": "float32 [N, K]: class probabilities"
-        + (" (the softmax of the streams' weighted scores)" if len(streams) == 2 else ""),
+        + (" (the streams' weighted fusion, see fusion_average)" if len(streams) == 2 else ""),
         "top_k_indices": f"int32 [N, {top_k}]: class indices, most probable first",
         "top_k_probabilities": f"float32 [N, {top_k}]: their probabilities",
         "top_k_classes": f"string [N, {top_k}]: their class names",
@@ -361,13 +361,10 @@ def model_card(name: str, streams: Sequence[ExportedStream], metadata: dict) -> 
     for stream, entry in zip(streams, metadata["streams"], strict=True):
         lines += _stream_section(stream, entry)
     if fusion:
-        averaged = (
-            "softmax scores"
-            if metadata.get("fusion_average") == "softmax"
-            else "logits (pre-softmax scores, as the official TSN / TSM evaluations fuse)"
-        )
+        averaged = "softmax" if metadata.get("fusion_average") == "softmax" else "logits"
         lines += [
-            f"Two-stream fusion: weighted average of the streams' {averaged}, "
+            f"Two-stream fusion: weighted average of the streams' {averaged} (the official "
+            "TSN / TSM evaluations fuse logits), "
             + " : ".join(f"{modality} {weight:g}" for modality, weight in fusion.items())
             + ".",
             "",

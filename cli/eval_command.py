@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 from actrec_cli.console import RichProgress, console, import_tensorflow_quietly
-from actrec_cli.options import parse_fusion_weights
+from actrec_cli.options import parse_fusion_weights, score_average_option
 from rich.table import Table
 
 from actrec.evaluation.protocols import DEFAULT_PROTOCOL, PROTOCOLS
@@ -93,14 +93,7 @@ def _summary_table(evaluations, title: str) -> Table:
     metavar="W1,W2",
     help="Fusion weights in the order of --fuse [default: RGB 1, flow 1.5].",
 )
-@click.option(
-    "--average",
-    type=click.Choice(["logits", "softmax"]),
-    default="logits",
-    show_default=True,
-    help="What is averaged over a video's views and fused across streams: logits (the "
-    "official TSN / TSM evaluation) or softmax probabilities.",
-)
+@score_average_option("a video's score over its views (and a fusion of streams)")
 @click.option(
     "--batch-size",
     "view_batch",

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 from actrec_cli.console import RichProgress, console, import_tensorflow_quietly
-from actrec_cli.options import parse_fusion_weights
+from actrec_cli.options import parse_fusion_weights, score_average_option
 
 
 @click.command()
@@ -32,14 +32,7 @@ from actrec_cli.options import parse_fusion_weights
     metavar="RGB,FLOW",
     help="Two-stream fusion weights.",
 )
-@click.option(
-    "--average",
-    type=click.Choice(["logits", "softmax"]),
-    default="logits",
-    show_default=True,
-    help="What the two-stream fusion averages: logits (the official TSN / TSM evaluation, "
-    "as `actrec eval`) or softmax probabilities.",
-)
+@score_average_option("the two-stream fusion (as in `actrec eval`)")
 @click.option(
     "--top-k",
     type=click.IntRange(min=1),

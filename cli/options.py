@@ -15,3 +15,15 @@ def parse_fusion_weights(context, parameter, value: str | None):
         raise click.BadParameter(
             f"{value!r}: give comma-separated numbers, one per stream, e.g. 1,1.5"
         ) from None
+
+
+def score_average_option(what: str):
+    """The --average option: what `what` averages, logits (default) or softmax."""
+    return click.option(
+        "--average",
+        type=click.Choice(["logits", "softmax"]),
+        default="logits",
+        show_default=True,
+        help=f"What {what} averages: logits (the official TSN / TSM evaluation) or softmax "
+        "probabilities.",
+    )
