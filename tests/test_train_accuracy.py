@@ -41,7 +41,7 @@ def test_flow_tsn_learns_the_motion_classes(flow_run):
 
 def test_rgb_tsn_stays_near_chance(synthetic_rgb_run, flow_run):
     summary, _ = synthetic_rgb_run
-    assert summary.global_step == 320
+    assert summary.global_step == 640  # 20 epochs of 32 steps
     assert summary.validation["accuracy"] <= 0.3, summary.validation  # chance: 0.125
     assert flow_run[0].validation["accuracy"] - summary.validation["accuracy"] >= 0.5
 
