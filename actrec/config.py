@@ -56,6 +56,8 @@ DECAYS = ("step", "cosine", "none")
 OPTIMIZERS = ("sgd", "adam")
 SYNCS = ("allreduce", "kavg")
 ADAM_STATES = ("average", "local", "reset")
+WEIGHT_DECAY_MODES = ("coupled", "decoupled")
+LR_MULT_KEYS = ("bias_lr_mult", "first_conv_lr_mult", "classifier_lr_mult")
 MIXED_PRECISIONS = ("none", "float16", "bfloat16")
 STRATEGIES = ("auto", "one-device", "mirrored", "multi-worker")
 COMMUNICATIONS = ("auto", "ring", "nccl")
@@ -87,7 +89,9 @@ class DataConfig:
     scale_size: evaluation short side before the centre crop (None: crop_size * 256 / 224).
     flip: random horizontal flip in training (flow-aware).
     scales: TSN's multi-scale crop: training crops of these fractions of the short side
-        (TSN: 1, .875, .75, .66); use milder scales when objects are small in the frame.
+        (TSN: RGB 1, .875, .75, .66; flow 1, .875, .75); milder when objects are small.
+    more_fix_crop: the crop is placed at one of TSN's 13 fixed positions (corners, centre,
+        edge centres, quarter points) instead of 5 (corners, centre), as the sources do.
     shuffle_buffer: unused since record format 2, whose training order is a new permutation
         of all the videos every epoch (actrec.data.order); older recipes keep loading.
     train_split: the prepared split trained on.
@@ -109,6 +113,7 @@ class DataConfig:
     scale_size: int | None = None
     flip: bool = True
     scales: tuple[float, ...] = (1.0, 0.875, 0.75, 0.66)
+    more_fix_crop: bool = True
     shuffle_buffer: int = 128
     train_split: str = "train"
     validation_split: str = VALIDATION_SPLIT_AUTO
@@ -173,6 +178,14 @@ class TrainConfig:
         the global schedule stays, the probed batch is the accumulation limit. The run
         directory's recipe.yaml holds the numbers chosen, which a resumed run reuses.
     clip_norm: global gradient norm clip (TSN / TSM: 20); None disables it.
+    weight_decay / weight_decay_mode: "coupled" L2 as Caffe and PyTorch SGD apply it
+        (weight_decay * w joins the gradient and goes through momentum; what published
+        values mean) or "decoupled" (Keras' weight_decay: w -= lr * weight_decay * w, about
+        10x weaker at momentum 0.9). Biases and BatchNorm parameters never decay.
+    bias_lr_mult / first_conv_lr_mult / classifier_lr_mult: learning-rate multipliers of
+        the official code (actrec.train.param_groups): every bias (TSN / TSM: 2), the first
+        convolution (the flow stream: 5, its bias 5 x 2), the new classifier (TSM from
+        ImageNet, `fc_lr5`: 5, its bias 5 x 2); 1 means none.
 
     Divergence (actrec.train.divergence): a non-finite loss, a loss above loss_upper_bound,
     or one above loss_explosion_factor x the mean of the 5 before it (None: that test is
@@ -197,6 +210,10 @@ class TrainConfig:
     momentum: float = 0.9
     nesterov: bool = False
     weight_decay: float = 5e-4
+    weight_decay_mode: str = "coupled"
+    bias_lr_mult: float = 1.0
+    first_conv_lr_mult: float = 1.0
+    classifier_lr_mult: float = 1.0
     clip_norm: float | None = 20.0
     label_smoothing: float = 0.0
     sync: str = "allreduce"
@@ -830,6 +847,10 @@ def _validate_train(train: TrainConfig) -> None:
             "train", "nesterov", True, "Nesterov momentum needs optimizer sgd and momentum > 0"
         )
     _require_at_least("train", train, "weight_decay", 0.0)
+    _require_choice("train", train, "weight_decay_mode", WEIGHT_DECAY_MODES)
+    for key in LR_MULT_KEYS:
+        if not getattr(train, key) > 0:
+            raise _invalid("train", key, getattr(train, key), "use a multiplier > 0 (1 for none)")
     if train.clip_norm is not None and not train.clip_norm > 0:
         raise _invalid("train", "clip_norm", train.clip_norm, "use a norm > 0, or null for none")
     if not 0 <= train.label_smoothing < 1:
@@ -917,4 +938,5 @@ def clip_spec(recipe: Recipe, training: bool) -> ClipSpec:
         normalization="none",
         flip=data.flip and training,
         scales=tuple(data.scales),
+        more_fixed_crops=data.more_fix_crop,
     )

@@ -194,7 +194,13 @@ def _max_difference(expected, reloaded) -> float:
 
 
 def _write_savedmodel(
-    streams: Sequence[ExportedStream], models: list, classes, top_k, weights, folder: Path
+    streams: Sequence[ExportedStream],
+    models: list,
+    classes,
+    top_k,
+    weights,
+    folder: Path,
+    average: str = "logits",
 ) -> float:
     """Write the SavedModel into `folder`; returns the reload difference.
 
@@ -211,7 +217,7 @@ def _write_savedmodel(
     module = tf.Module(name="actrec_export")
     module.models = list(models)  # tracks their variables
     module.serve = tf.function(
-        build_serving_function(serving_streams, classes, top_k, weights),
+        build_serving_function(serving_streams, classes, top_k, weights, average),
         input_signature=input_signature(serving_streams),
     )
     tf.saved_model.save(module, str(folder), signatures={SIGNATURE_NAME: module.serve})
@@ -223,7 +229,9 @@ def _write_savedmodel(
     return _max_difference(expected["probabilities"], reloaded["probabilities"])
 
 
-def _write_keras(streams: Sequence[ExportedStream], models: list, weights, folder: Path) -> float:
+def _write_keras(
+    streams: Sequence[ExportedStream], models: list, weights, folder: Path, average: str = "logits"
+) -> float:
     """Write OUT/model.keras; returns the reload difference (on softmax scores)."""
     import numpy as np
     from keras import ops
@@ -243,7 +251,7 @@ def _write_keras(streams: Sequence[ExportedStream], models: list, weights, folde
     if len(models) == 2:
         from actrec.models.fusion import build_two_stream_model
 
-        model = build_two_stream_model(models[0], models[1], weights)
+        model = build_two_stream_model(models[0], models[1], weights, average=average)
 
         def scores(network):
             return ops.convert_to_numpy(network(clips, training=False))
@@ -299,6 +307,7 @@ def export_runs(
     *,
     model_format: str = "savedmodel",
     fusion_weights: Sequence[float] = (1.0, 1.5),
+    fusion_average: str = "logits",
     top_k: int = DEFAULT_TOP_K,
     overwrite: bool = False,
     data_dir: Path | str | None = None,
@@ -309,6 +318,8 @@ def export_runs(
 
     run_dirs: finished `actrec train` run directories, in any order.
     fusion_weights: (RGB, flow) weights of the two-stream fusion.
+    fusion_average: "logits" (the official evaluations' fusion, as `actrec eval` does by
+        default) or "softmax": what the two-stream fusion averages.
     top_k: k of the top-k outputs (at most the number of classes).
     data_dir: the prepared folder the runs trained on, when it has moved since (its
         preparation settings are recorded for `actrec predict`).
@@ -322,7 +333,10 @@ def export_runs(
 
     started = time.monotonic()
     progress = progress or NullProgress()
+    from actrec.models.score_fusion import check_average
+
     weights = _checked_options(model_format, top_k, fusion_weights)
+    check_average(fusion_average)
     out_dir = Path(out_dir)
     check_out_dir(out_dir, overwrite)
     runs = _ordered_runs([load_trained_run(path, checkpoint) for path in run_dirs])
@@ -339,9 +353,11 @@ def export_runs(
     staging.mkdir(parents=True)
     try:
         if model_format == "savedmodel":
-            difference = _write_savedmodel(streams, models, classes, k, weights, staging)
+            difference = _write_savedmodel(
+                streams, models, classes, k, weights, staging, fusion_average
+            )
         else:
-            difference = _write_keras(streams, models, weights, staging)
+            difference = _write_keras(streams, models, weights, staging, fusion_average)
         progress.advance()
         if not difference <= RELOAD_TOLERANCE:
             raise ActrecError(
@@ -349,7 +365,9 @@ def export_runs(
                 f"up to {difference:.3g} (tolerance {RELOAD_TOLERANCE}); nothing was written to "
                 f"{out_dir}. Please report this with the run's recipe."
             )
-        metadata = export_metadata(streams, classes, model_format, k, weights, preparation)
+        metadata = export_metadata(
+            streams, classes, model_format, k, weights, preparation, fusion_average
+        )
         _write_beside(staging, out_dir.name, streams, metadata)
         _commit(staging, out_dir)
         progress.advance()

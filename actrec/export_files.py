@@ -76,7 +76,7 @@ def _savedmodel_inputs(streams: Sequence[ExportedStream]) -> dict:
 def _savedmodel_outputs(streams: Sequence[ExportedStream], top_k: int) -> dict:
     outputs = {
         "probabilities": "float32 [N, K]: class probabilities"
-        + (" (weighted fusion of the streams' softmax)" if len(streams) == 2 else ""),
+        + (" (the streams' weighted fusion, see fusion_average)" if len(streams) == 2 else ""),
         "top_k_indices": f"int32 [N, {top_k}]: class indices, most probable first",
         "top_k_probabilities": f"float32 [N, {top_k}]: their probabilities",
         "top_k_classes": f"string [N, {top_k}]: their class names",
@@ -135,6 +135,7 @@ def export_metadata(
     top_k: int,
     fusion_weights: Sequence[float] | None,
     preparation: dict,
+    fusion_average: str = "logits",
 ) -> dict:
     """The content of actrec.json."""
     two_stream = len(streams) == 2
@@ -164,6 +165,7 @@ def export_metadata(
             if two_stream
             else None
         ),
+        "fusion_average": fusion_average if two_stream else None,
         "preparation": preparation,
     }
 
@@ -360,8 +362,10 @@ def model_card(name: str, streams: Sequence[ExportedStream], metadata: dict) -> 
     for stream, entry in zip(streams, metadata["streams"], strict=True):
         lines += _stream_section(stream, entry)
     if fusion:
+        averaged = "softmax" if metadata.get("fusion_average") == "softmax" else "logits"
         lines += [
-            "Two-stream fusion: weighted average of the streams' softmax scores, "
+            f"Two-stream fusion: weighted average of the streams' {averaged} (the official "
+            "TSN / TSM evaluations fuse logits), "
             + " : ".join(f"{modality} {weight:g}" for modality, weight in fusion.items())
             + ".",
             "",

@@ -163,11 +163,13 @@ def build_serving_function(
     classes: Sequence[str],
     top_k: int,
     fusion_weights: Sequence[float] | None = None,
+    fusion_average: str = "logits",
 ):
     """A function (one uint8 tensor per stream, in stream order) -> dict of outputs:
 
-    probabilities float32 [N, K] (two-stream: the weighted fusion of the streams' softmax,
-    `actrec.models.fusion.WeightedScoreFusion`); top_k_indices int32 [N, k];
+    probabilities float32 [N, K] (two-stream: the weighted fusion of the streams' logits or
+    softmax by `fusion_average`, `actrec.models.fusion.WeightedScoreFusion`);
+    top_k_indices int32 [N, k];
     top_k_probabilities float32 [N, k]; top_k_classes string [N, k] with k = min(top_k, K);
     two-stream also rgb_probabilities and flow_probabilities [N, K].
     """
@@ -182,7 +184,7 @@ def build_serving_function(
         from actrec.models.fusion import TSN_STREAM_WEIGHTS, WeightedScoreFusion
 
         weights = TSN_STREAM_WEIGHTS if fusion_weights is None else fusion_weights
-        fusion = WeightedScoreFusion(weights, dtype="float32", name="fusion")
+        fusion = WeightedScoreFusion(weights, fusion_average, dtype="float32", name="fusion")
     class_names = tf.constant(list(classes), tf.string)  # [K]
 
     def serve(*videos):

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 from actrec_cli.console import console, import_tensorflow_quietly, progress_for
-from actrec_cli.options import checkpoint_option, parse_fusion_weights
+from actrec_cli.options import checkpoint_option, parse_fusion_weights, score_average_option
 from rich.table import Table
 
 from actrec.evaluation.protocols import DEFAULT_PROTOCOL, PROTOCOLS
@@ -22,8 +22,8 @@ def _is_run_directory(path: Path) -> bool:
 
 def _stream(source: Path, protocol, options: dict, force: bool):
     """A run directory is evaluated (unless its evaluation under the same protocol, split,
-    data and weights is already saved and not `force`); an eval folder or scores.npz is
-    loaded as saved."""
+    view average, data and weights is already saved and not `force`); an eval folder or
+    scores.npz is loaded as saved."""
     from actrec.errors import ConfigError
     from actrec.evaluation.evaluate import evaluate_run, load_evaluation, saved_run_evaluation
     from actrec.evaluation.scores import SCORES_FILE
@@ -36,6 +36,7 @@ def _stream(source: Path, protocol, options: dict, force: bool):
                 data_dir=options["data_dir"],
                 split=options["split"],
                 checkpoint=options["checkpoint"],
+                average=options["average"],
             )
             if saved is not None:
                 console().print(
@@ -112,6 +113,7 @@ def _summary_table(evaluations, title: str) -> Table:
     metavar="W1,W2",
     help="Fusion weights in the order of --fuse [default: RGB 1, flow 1.5].",
 )
+@score_average_option("a video's score over its views (and a fusion of streams)")
 @click.option(
     "--force",
     is_flag=True,
@@ -146,6 +148,7 @@ def eval_command(
     fuse,
     weights,
     force,
+    average,
     view_batch,
     out_dir,
     checkpoint,
@@ -168,6 +171,7 @@ def eval_command(
         "split": split,
         "view_batch": view_batch,
         "checkpoint": checkpoint,
+        "average": average,
     }
     if fuse:
         streams = [_stream(source, protocol, options, force) for source in fuse]
@@ -181,6 +185,12 @@ def eval_command(
         ]
     title = f"{protocol.name} on {evaluations[0].results.get('split', split)}"
     console().print(_summary_table(evaluations, title))
+    console().print(
+        f"views and streams averaged as {evaluations[-1].scores.average}; mean class accuracy "
+        "is the figure TSN reports for UCF101 and HMDB51 (tools/eval_net.py)",
+        highlight=False,
+        soft_wrap=True,
+    )
     if evaluations[-1].metrics is None:
         console().print("the split is unlabelled: scores saved, no accuracy")
     for evaluation in evaluations:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 from actrec_cli.console import console, import_tensorflow_quietly, progress_for
-from actrec_cli.options import checkpoint_option, parse_fusion_weights
+from actrec_cli.options import checkpoint_option, parse_fusion_weights, score_average_option
 
 
 @click.command()
@@ -30,8 +30,9 @@ from actrec_cli.options import checkpoint_option, parse_fusion_weights
     default="1,1.5",
     show_default=True,
     metavar="RGB,FLOW",
-    help="Two-stream fusion weights of the softmax scores.",
+    help="Two-stream fusion weights.",
 )
+@score_average_option("the two-stream fusion (as in `actrec eval`)")
 @click.option(
     "--top-k",
     type=click.IntRange(min=1),
@@ -58,7 +59,16 @@ from actrec_cli.options import checkpoint_option, parse_fusion_weights
 @click.option("--overwrite", is_flag=True, help="Replace an earlier export in --out.")
 @checkpoint_option
 def export(
-    run_dir, other_run, out_dir, weights, top_k, model_format, data_dir, overwrite, checkpoint
+    run_dir,
+    other_run,
+    out_dir,
+    weights,
+    average,
+    top_k,
+    model_format,
+    data_dir,
+    overwrite,
+    checkpoint,
 ):
     """Export RUN_DIR (a finished `actrec train` --workdir) as a TensorFlow SavedModel that
     takes decoded uint8 frames (and flow) of any size and returns class probabilities and
@@ -72,6 +82,7 @@ def export(
         out_dir,
         model_format=model_format,
         fusion_weights=weights,
+        fusion_average=average,
         top_k=top_k,
         overwrite=overwrite,
         data_dir=data_dir,

@@ -61,3 +61,15 @@ def parse_memory_size_option(context, parameter, value: str | None):
     from actrec.train.memory import parse_memory_size
 
     return _library_parsed(parse_memory_size, value)
+
+
+def score_average_option(what: str):
+    """The --average option: what `what` averages, logits (default) or softmax."""
+    return click.option(
+        "--average",
+        type=click.Choice(["logits", "softmax"]),
+        default="logits",
+        show_default=True,
+        help=f"What {what} averages: logits (the official TSN / TSM evaluation) or softmax "
+        "probabilities.",
+    )

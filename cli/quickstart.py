@@ -10,6 +10,12 @@ from rich.table import Table
 
 # actrec.quickstart.SIZES (not imported here: it loads OpenCV, and `actrec --help` must not).
 SIZE_NAMES = ("full", "small")
+STREAM_LABELS = {
+    "rgb": "RGB TSN",
+    "tsm": "RGB TSM",
+    "flow": "flow TSN",
+    "fused": "TSM + flow (fused)",
+}
 
 
 def _summary(result) -> list[Table]:
@@ -28,7 +34,8 @@ def _summary(result) -> list[Table]:
     accuracy.add_column("top-1 %", justify="right")
     for name, value in result.accuracies.items():
         shown = f"{100 * value:.1f}"
-        accuracy.add_row(name, f"[bold]{shown}[/]" if name == "fused" else shown)
+        label = STREAM_LABELS.get(name, name)
+        accuracy.add_row(label, f"[bold]{shown}[/]" if name == "fused" else shown)
 
     artefacts = Table(title="artefacts")
     artefacts.add_column("what")
@@ -54,8 +61,9 @@ def _summary(result) -> list[Table]:
     help="full: the README's quickstart (a few minutes); small: a reduced run (about a minute).",
 )
 def quickstart(workdir, size):
-    """Generate the synthetic set, prepare it with optical flow, train an RGB and a flow TSN,
-    evaluate both and their fusion, export the two-stream SavedModel and predict a new video."""
+    """Generate the synthetic set, prepare it with optical flow, train an RGB TSN, an RGB TSM
+    and a flow TSN, evaluate them and the TSM + flow fusion, export that two-stream
+    SavedModel and predict a new video."""
     import_tensorflow_quietly()
     from actrec.quickstart import run_quickstart
 

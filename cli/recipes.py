@@ -1,4 +1,5 @@
-"""`actrec recipes`: list the built-in training recipes, or print one as YAML."""
+"""`actrec recipes`: list the built-in training recipes, print one as YAML, or print a
+built-in recipe's fidelity table (every field, its value and its source)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,54 @@ from rich.table import Table
 # Output that is not a terminal (a pipe, a file, a test) is drawn this wide: the width of a
 # common terminal, so a piped listing reads like the interactive one.
 NON_TERMINAL_WIDTH = 100
+# The fidelity table wraps its source column to fit this width when not on a terminal.
+SOURCES_WIDTH = NON_TERMINAL_WIDTH
+MARKERS = {"source": "", "deviation": "≠", "actrec": "·"}
+
+
+def _value_text(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, list):
+        return (
+            "["
+            + ", ".join(f"{item:g}" if isinstance(item, float) else str(item) for item in value)
+            + "]"
+        )
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def _print_sources(name: str) -> None:
+    """The fidelity table of built-in recipe `name`: field, value, mark, source."""
+    from actrec.config import load_recipe
+    from actrec.recipe_sources import recipe_fields, source_table
+
+    values = recipe_fields(load_recipe(name))
+    table_data = source_table(name)
+    table = Table(
+        title=f"{name}: every field and its source",
+        caption="≠ deviation from the source (why in the row)   · actrec setting, no published "
+        "counterpart   (blank: the source's value)",
+    )
+    table.add_column("field", no_wrap=True)
+    table.add_column("value", overflow="fold", max_width=22)
+    table.add_column("", no_wrap=True, width=1)
+    table.add_column("source", overflow="fold", ratio=1)
+    for field, value in values.items():
+        row = table_data.row(field)
+        text = row.source or row.reason
+        if row.deviation:
+            text = f"{text}; deviation: {row.deviation}"
+        table.add_row(field, _value_text(value), MARKERS[row.kind], text)
+    out = console()
+    if not out.is_terminal:
+        out = Console(width=SOURCES_WIDTH)
+    out.print(table)
+    out.print("citations:", highlight=False)
+    for key, citation in table_data.citations.items():
+        out.print(f"  {key}: {citation}", highlight=False, soft_wrap=True)
 
 
 @click.command()
@@ -19,13 +68,33 @@ NON_TERMINAL_WIDTH = 100
     metavar="NAME|FILE",
     help="Print this recipe (a built-in name or a YAML file) as resolved YAML.",
 )
-def recipes(show: str | None) -> None:
+@click.option(
+    "--sources",
+    is_flag=True,
+    help="With --show NAME (a built-in recipe): every field, its value and the file:line of "
+    "the official code or paper it comes from, deviations marked.",
+)
+def recipes(show: str | None, sources: bool) -> None:
     """List the built-in recipes (published hyperparameters and their sources).
 
     Use a name with `actrec train --recipe NAME`; `--show NAME` prints the full recipe
-    as YAML, a starting point for a recipe file of your own."""
+    as YAML, a starting point for a recipe file of your own; `--show NAME --sources` its
+    fidelity table."""
     from actrec.config import builtin_recipe_names, load_recipe, recipe_to_yaml, validate_recipe
+    from actrec.errors import ConfigError
 
+    if sources:
+        if show is None:
+            raise ConfigError(
+                "--sources needs a built-in recipe: actrec recipes --show NAME --sources"
+            )
+        if show not in builtin_recipe_names():
+            raise ConfigError(
+                f"--sources: {show!r} is not a built-in recipe; fidelity tables exist for "
+                f"{', '.join(builtin_recipe_names())}"
+            )
+        _print_sources(show)
+        return
     if show is not None:
         recipe = load_recipe(show)
         validate_recipe(recipe)

@@ -184,9 +184,18 @@ def synthetic_flow_run(synthetic_prepared, tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def synthetic_rgb_run(synthetic_prepared, tmp_path_factory):
-    """(TrainSummary, run directory) of the built-in synthetic-rgb recipe (near chance)."""
+    """(TrainSummary, run directory) of the built-in synthetic-rgb recipe: the RGB TSN,
+    synthetic-tsm with model.architecture=tsn (near chance)."""
     return _trained_synthetic_run(
         "synthetic-rgb", synthetic_prepared, tmp_path_factory.mktemp("runs")
+    )
+
+
+@pytest.fixture(scope="session")
+def synthetic_tsm_run(synthetic_prepared, tmp_path_factory):
+    """(TrainSummary, run directory) of the built-in synthetic-tsm recipe (>= 80 % test)."""
+    return _trained_synthetic_run(
+        "synthetic-tsm", synthetic_prepared, tmp_path_factory.mktemp("runs")
     )
 
 

@@ -66,14 +66,14 @@ def test_multi_scale_boxes_respect_sizes_distortion_and_positions(fixed_crop):
         row, column = sizes.index(crop_height), sizes.index(crop_width)
         assert abs(row - column) <= 1
         assert 0 <= top <= height - crop_height and 0 <= left <= width - crop_width
-        if fixed_crop:
-            free_height, free_width = height - crop_height, width - crop_width
+        if fixed_crop:  # TSN's steps: a quarter of the free space, rounded down
+            step_height, step_width = (height - crop_height) // 4, (width - crop_width) // 4
             allowed = {
                 (0, 0): "top-left",
-                (0, free_width): "top-right",
-                (free_height, 0): "bottom-left",
-                (free_height, free_width): "bottom-right",
-                (free_height // 2, free_width // 2): "centre",
+                (0, 4 * step_width): "top-right",
+                (4 * step_height, 0): "bottom-left",
+                (4 * step_height, 4 * step_width): "bottom-right",
+                (2 * step_height, 2 * step_width): "centre",
             }
             assert (top, left) in allowed
             positions.add(allowed[(top, left)])
@@ -82,6 +82,50 @@ def test_multi_scale_boxes_respect_sizes_distortion_and_positions(fixed_crop):
         pairs.add((row, column))
     assert len(pairs) == 10  # every (i, j) with |i - j| <= 1 of 4 scales is drawn
     assert len(positions) == 5 if fixed_crop else len(positions) > 20
+
+
+# TSN's fill_fix_offset(more_fix_crop=True, W, H, w, h) as (w_offset, h_offset), computed by
+# hand from yjxiong/tsn-pytorch transforms.py lines 180-203: w_step = (W - w) // 4, h_step =
+# (H - h) // 4; corners, centre, centre-left, centre-right, bottom-centre, top-centre, quarters.
+TSN_MORE_FIX_CROP = {
+    # W=340, H=256, 224 x 224: w_step 29, h_step 8
+    (340, 256, 224, 224): [
+        (0, 0), (116, 0), (0, 32), (116, 32), (58, 16),
+        (0, 16), (116, 16), (58, 32), (58, 0),
+        (29, 8), (87, 8), (29, 24), (87, 24),
+    ],
+    # W=128, H=96, w=63, h=70: free 65 x 26 -> w_step 16, h_step 6 (not exact corners)
+    (128, 96, 63, 70): [
+        (0, 0), (64, 0), (0, 24), (64, 24), (32, 12),
+        (0, 12), (64, 12), (32, 24), (32, 0),
+        (16, 6), (48, 6), (16, 18), (48, 18),
+    ],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("geometry", list(TSN_MORE_FIX_CROP))
+def test_the_13_crop_positions_are_tsns_fill_fix_offset(geometry):
+    width, height, crop_width, crop_height = geometry
+    offsets = augment.fixed_crop_offsets(height, width, crop_height, crop_width, True).numpy()
+    expected = TSN_MORE_FIX_CROP[geometry]
+    assert [(int(left), int(top)) for top, left in offsets] == expected
+    five = augment.fixed_crop_offsets(height, width, crop_height, crop_width, False).numpy()
+    assert [(int(left), int(top)) for top, left in five] == expected[:5]
+
+
+def test_more_fixed_crops_draws_all_13_positions():
+    drawn = {
+        tuple(box[:2])
+        for seed in range(300)
+        for box in [
+            augment.multi_scale_crop_box(
+                96, 128, 32, seed=seed, scales=(0.75,), more_fixed_crops=True
+            ).numpy()
+        ]
+    }
+    expected = augment.fixed_crop_offsets(96, 128, 72, 72, True).numpy()
+    assert drawn == {tuple(offset) for offset in expected}
+    assert len(drawn) == 13
 
 
 def test_multi_scale_crop_applies_one_box_to_every_frame():

@@ -36,6 +36,7 @@ EXPECTED_RECIPES = {
     "two-stream-kavg-adaptive-rgb-ucf101",
     "two-stream-kavg-adaptive-flow-ucf101",
     "synthetic-rgb",
+    "synthetic-tsm",
     "synthetic-flow",
 }
 UCF101_SPLIT1_TRAIN_VIDEOS = 9537
@@ -79,17 +80,18 @@ def _steps_per_epoch(videos: int, batch: int) -> int:
 @pytest.mark.parametrize(
     ("name", "videos", "iterations", "decay_iterations"),
     [
-        ("tsn-rgb-ucf101", UCF101_SPLIT1_TRAIN_VIDEOS, 4500, (2000, 4000)),
-        ("tsn-flow-ucf101", UCF101_SPLIT1_TRAIN_VIDEOS, 20000, (12000, 18000)),
-        ("tsn-rgb-hmdb51", HMDB51_SPLIT1_TRAIN_VIDEOS, 4500, (2000, 4000)),
-        ("tsn-flow-hmdb51", HMDB51_SPLIT1_TRAIN_VIDEOS, 20000, (12000, 18000)),
+        # yjxiong/temporal-segment-networks models/*/tsn_bn_inception_*_solver.prototxt
+        ("tsn-rgb-ucf101", UCF101_SPLIT1_TRAIN_VIDEOS, 3500, (1500, 3000)),
+        ("tsn-flow-ucf101", UCF101_SPLIT1_TRAIN_VIDEOS, 18000, (10000, 16000)),
+        ("tsn-rgb-hmdb51", HMDB51_SPLIT1_TRAIN_VIDEOS, 2500, (1000, 2000)),
+        ("tsn-flow-hmdb51", HMDB51_SPLIT1_TRAIN_VIDEOS, 7000, (4000, 6000)),
     ],
 )
-def test_tsn_epochs_encode_the_papers_iterations(name, videos, iterations, decay_iterations):
+def test_tsn_epochs_encode_the_solvers_iterations(name, videos, iterations, decay_iterations):
     train = load_recipe(name).train
     steps = _steps_per_epoch(videos, train.batch_size)
-    assert train.batch_size == 256
-    # The run lasts at least the paper's iterations, by less than one epoch more.
+    assert train.batch_size == 128  # 32 per GPU x 4 GPUs, iter_size 1 (the released solvers)
+    # The run lasts at least the solver's iterations, by less than one epoch more.
     assert iterations <= train.epochs * steps < iterations + steps
     for epoch, iteration in zip(train.decay_epochs, decay_iterations, strict=True):
         assert abs(epoch * steps - iteration) <= steps / 2
@@ -105,8 +107,12 @@ def test_tsn_hyperparameters():
         assert recipe.model.partial_bn is True
         assert recipe.train.momentum == 0.9
         assert recipe.train.weight_decay == 5e-4
-        assert recipe.train.clip_norm == 20.0
+        assert recipe.train.weight_decay_mode == "coupled" and recipe.train.bias_lr_mult == 2.0
+        assert recipe.data.more_fix_crop is True
         assert "84.5" in recipe.reference and "92.0" in recipe.reference
+    assert (rgb.train.clip_norm, flow.train.clip_norm) == (40.0, 20.0)  # the Caffe solvers
+    assert (rgb.train.first_conv_lr_mult, flow.train.first_conv_lr_mult) == (1.0, 5.0)
+    assert rgb.data.scales == (1.0, 0.875, 0.75, 0.66) and flow.data.scales == (1.0, 0.875, 0.75)
     assert "68.5" in load_recipe("tsn-flow-hmdb51").reference
 
 
@@ -119,6 +125,8 @@ def test_tsm_hyperparameters():
     assert recipe.train.decay_epochs == (20, 40) and recipe.train.epochs == 50
     assert recipe.train.weight_decay == 1e-4 and recipe.model.dropout == 0.5
     assert recipe.model.partial_bn is False and recipe.model.shift_fraction == 0.125
+    assert recipe.train.classifier_lr_mult == 5.0 and recipe.train.bias_lr_mult == 2.0  # fc_lr5
+    assert recipe.train.weight_decay_mode == "coupled"
 
 
 @pytest.mark.parametrize("modality", ["rgb", "flow"])
@@ -128,9 +136,12 @@ def test_kavg_adaptive_recipe(modality):
     assert (train.batch_size, train.batch_growth, train.batch_growth_every) == (64, 2.0, 10)
     assert train.max_batch_size == 512
     assert train.lr_coupling == "constant"
+    # TSN's rate per clip at B_0 = 64: its lr at batch 128 (the tsn recipe) x 64 / 128.
+    tsn = load_recipe(f"tsn-{modality}-ucf101").train
+    assert train.lr == pytest.approx(tsn.lr * train.batch_size / tsn.batch_size)
 
 
-@pytest.mark.parametrize("modality", ["rgb", "flow"])
+@pytest.mark.parametrize("modality", ["rgb", "tsm", "flow"])
 def test_synthetic_recipes_fit_the_default_synthetic_frames(modality):
     recipe = load_recipe(f"synthetic-{modality}")
     assert recipe.model.backbone == "mobilenet_v2" and recipe.model.weights == "none"
@@ -184,7 +195,7 @@ def test_dump_replaces_atomically(tmp_path):
 def test_recipe_to_dict_is_plain():
     values = recipe_to_dict(load_recipe("tsn-rgb-ucf101"))
     assert list(values) == ["name", "description", "reference", "data", "model", "train", "runtime"]
-    assert values["train"]["decay_epochs"] == [54, 108]
+    assert values["train"]["decay_epochs"] == [20, 41]
     assert yaml.safe_load(yaml.safe_dump(values)) == values
 
 
@@ -359,7 +370,7 @@ def test_bad_overrides_are_rejected_with_the_fix(setting, expected):
         (["train.batch_size=0"], r"train\.batch_size=0"),
         (["train.batch_growth=0.5"], r"train\.batch_growth=0\.5.*>= 1"),
         (["train.batch_growth=2"], r"train\.batch_growth_every=0.*batch_growth=2"),
-        (["train.max_batch_size=128"], r"train\.max_batch_size=128.*batch_size=256"),
+        (["train.max_batch_size=64"], r"train\.max_batch_size=64.*batch_size=128"),
         (["train.lr=0"], r"train\.lr=0\.0"),
         (["train.lr_coupling=cubic"], r"train\.lr_coupling='cubic'.*constant, linear, sqrt"),
         (["train.warmup_epochs=200"], r"train\.warmup_epochs=200\.0"),
@@ -370,6 +381,13 @@ def test_bad_overrides_are_rejected_with_the_fix(setting, expected):
         (["train.optimizer=lamb"], r"train\.optimizer='lamb'.*sgd, adam"),
         (["train.optimizer=adam", "train.nesterov=true"], r"train\.nesterov=True"),
         (["train.clip_norm=0"], r"train\.clip_norm=0\.0"),
+        (
+            ["train.weight_decay_mode=adamw"],
+            r"train\.weight_decay_mode='adamw'.*coupled, decoupled",
+        ),
+        (["train.bias_lr_mult=0"], r"train\.bias_lr_mult=0\.0.*multiplier > 0"),
+        (["train.first_conv_lr_mult=-5"], r"train\.first_conv_lr_mult=-5\.0"),
+        (["train.classifier_lr_mult=0"], r"train\.classifier_lr_mult=0\.0"),
         (["train.sync=gossip"], r"train\.sync='gossip'.*allreduce, kavg"),
         (["train.sync=kavg", "train.kavg_steps=0"], r"train\.kavg_steps=0"),
         (["train.adam_state=shared"], r"train\.adam_state='shared'"),
@@ -387,6 +405,27 @@ def test_validate_names_key_value_and_what_is_allowed(settings, expected):
     recipe = apply_overrides(load_recipe("tsn-rgb-ucf101"), settings)
     with pytest.raises(ConfigError, match=expected):
         validate_recipe(recipe)
+
+
+def test_a_recipe_file_without_the_newer_keys_loads_with_their_defaults(tmp_path):
+    """Recipe files written before weight_decay_mode, the lr multipliers and more_fix_crop
+    existed still load: coupled L2 (what a published weight_decay means), no multipliers,
+    TSN's 13 crop positions."""
+    path = tmp_path / "old.yaml"
+    path.write_text(
+        "name: old\ndata:\n  modality: rgb\n  scales: [1.0, 0.875]\n"
+        "train:\n  weight_decay: 0.0005\n  clip_norm: 20.0\n"
+    )
+    recipe = load_recipe(path)
+    validate_recipe(recipe)
+    assert recipe.train.weight_decay_mode == "coupled"
+    assert (
+        recipe.train.bias_lr_mult,
+        recipe.train.first_conv_lr_mult,
+        recipe.train.classifier_lr_mult,
+    ) == (1.0, 1.0, 1.0)
+    assert recipe.data.more_fix_crop is True
+    assert clip_spec(recipe, training=True).more_fixed_crops is True
 
 
 def test_validate_accepts_reasonable_changes():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 from pathlib import Path
 
@@ -132,7 +133,8 @@ def test_printed_accuracy_equals_the_one_recomputed_from_the_saved_scores(runs, 
     saved = json.loads((out / "results.json").read_text())
     scores = load_video_scores(out / "scores.npz")
     assert scores.scores.shape == (8, 8) and set(scores.num_views) == {3}
-    np.testing.assert_allclose(scores.scores.sum(axis=1), 1.0, atol=1e-6)
+    assert scores.average == "logits" and saved["average"] == "logits"  # the default
+    np.testing.assert_allclose(scores.probabilities.sum(axis=1), 1.0, atol=1e-6)
     top1 = float(np.mean(np.argmax(scores.scores, axis=1) == scores.labels))
     ranks = np.argsort(-scores.scores, axis=1)[:, :5]
     top5 = float(np.mean([label in row for label, row in zip(scores.labels, ranks, strict=True)]))
@@ -152,8 +154,17 @@ def test_printed_accuracy_equals_the_one_recomputed_from_the_saved_scores(runs, 
     assert [row["video_id"] for row in predictions] == list(scores.video_ids)
 
 
-def test_centre_scores_are_the_softmax_of_the_model_on_the_pipeline_clip(runs, prepared):
-    evaluation = evaluate_run(runs["flow"], resolve_protocol("centre"), view_batch=3)
+@pytest.mark.parametrize("average", ["logits", "softmax"])
+def test_centre_scores_are_the_model_logits_or_softmax_on_the_pipeline_clip(
+    runs, prepared, tmp_path, average
+):
+    evaluation = evaluate_run(
+        runs["flow"],
+        resolve_protocol("centre"),
+        view_batch=3,
+        average=average,
+        out_dir=tmp_path / average,
+    )
     run = load_trained_run(runs["flow"])
     model = build_trained_model(run)
     dataset = build_dataset(
@@ -165,10 +176,27 @@ def test_centre_scores_are_the_softmax_of_the_model_on_the_pipeline_clip(runs, p
         with_video_ids=True,
     )
     clips, labels, video_ids = next(iter(dataset))
-    expected = tf.nn.softmax(model(clips, training=False)).numpy()
+    logits = model(clips, training=False)
+    expected = (logits if average == "logits" else tf.nn.softmax(logits)).numpy()
     assert [video.decode() for video in video_ids.numpy()] == list(evaluation.scores.video_ids)
     np.testing.assert_allclose(evaluation.scores.scores, expected, atol=1e-5)
     np.testing.assert_array_equal(evaluation.scores.labels, labels.numpy())
+    saved = load_video_scores(tmp_path / average)
+    assert saved.average == average and evaluation.results["average"] == average
+    np.testing.assert_allclose(saved.probabilities.sum(axis=1), 1.0, atol=1e-9)
+
+
+def test_a_scores_file_without_its_average_is_softmax_and_mixed_fusion_is_refused(runs, tmp_path):
+    logits = evaluate_run(runs["rgb"], resolve_protocol("centre"), out_dir=tmp_path / "a")
+    softmax = evaluate_run(
+        runs["flow"], resolve_protocol("centre"), average="softmax", out_dir=tmp_path / "b"
+    )
+    with pytest.raises(ConfigError, match=r"averaged as logits.*averaged as softmax"):
+        fuse_evaluations([logits, softmax], out_dir=tmp_path / "fused")
+    content = dict(np.load(tmp_path / "b" / "scores.npz"))
+    del content["average"]  # a file written before the average was recorded
+    np.savez(tmp_path / "old.npz", **content)
+    assert load_video_scores(tmp_path / "old.npz").average == "softmax"
 
 
 def test_many_views_in_small_chunks_give_the_same_scores(runs, tmp_path):
@@ -239,14 +267,9 @@ def test_fusing_evaluated_runs_reuses_their_evaluations_without_running_a_model(
 def test_fusion_refuses_streams_of_other_classes(runs, tmp_path):
     rgb = load_evaluation(runs["rgb"] / "eval" / "test-centre")
     other = load_evaluation(runs["rgb"] / "eval" / "test-centre")
-    renamed = type(other.scores)(
-        other.scores.video_ids,
-        other.scores.labels,
-        other.scores.scores,
-        tuple(f"x{name}" for name in other.scores.classes),
-        other.scores.num_views,
+    other.scores = dataclasses.replace(
+        other.scores, classes=tuple(f"x{name}" for name in other.scores.classes)
     )
-    other.scores = renamed
     with pytest.raises(ConfigError, match="classes differ"):
         fuse_evaluations([rgb, other], out_dir=tmp_path / "fused")
     assert not (tmp_path / "fused").exists()

@@ -110,12 +110,11 @@ def test_exports_reload_in_a_fresh_process_without_actrec(tiny_runs, tiny_export
         assert names == [[SYNTHETIC_CLASSES[i] for i in row] for row in reloaded["top_k_indices"]]
         # The two videos score differently: the comparison above is not of constants.
         assert np.abs(probabilities[0] - probabilities[1]).max() > 1e-3, key
+    # The fusion of the logits (as `actrec eval` fuses): softmax of the weighted average of
+    # the streams' logits, which are log-probabilities up to a constant per video.
     fused = expected["two-stream-80x60"]
-    np.testing.assert_allclose(
-        fused["probabilities"],
-        (fused["rgb_probabilities"] + 1.5 * fused["flow_probabilities"]) / 2.5,
-        atol=1e-6,
-    )
+    logits = (np.log(fused["rgb_probabilities"]) + 1.5 * np.log(fused["flow_probabilities"])) / 2.5
+    np.testing.assert_allclose(fused["probabilities"], _softmax(logits), atol=1e-5)
 
 
 def test_export_reproduces_the_evaluation_pipeline(tiny_runs, tiny_exports):
@@ -131,8 +130,8 @@ def test_export_reproduces_the_evaluation_pipeline(tiny_runs, tiny_exports):
         spec = clip_spec(run.recipe, training=False)
         dataset = build_dataset(prepared, "test", spec, 4, training=False, with_video_ids=True)
         for clips, _, video_ids in dataset:
-            scores = _softmax(model(clips, training=False))
-            for video_id, row in zip(video_ids.numpy(), scores, strict=True):
+            logits = np.asarray(model(clips, training=False), np.float64)
+            for video_id, row in zip(video_ids.numpy(), logits, strict=True):
                 pipeline.setdefault(video_id.decode(), {})[modality] = row
 
     signature = tf.saved_model.load(str(tiny_exports["two-stream"])).signatures["serving_default"]
@@ -144,20 +143,20 @@ def test_export_reproduces_the_evaluation_pipeline(tiny_runs, tiny_exports):
         for modality in ("rgb", "flow"):
             np.testing.assert_allclose(
                 outputs[f"{modality}_probabilities"].numpy()[0],
-                expected[modality],
+                _softmax(expected[modality]),
                 rtol=0,
                 atol=TOLERANCE,
                 err_msg=f"{video_id} {modality}",
             )
-        np.testing.assert_allclose(
+        np.testing.assert_allclose(  # fused as `actrec eval` fuses: the logits
             outputs["probabilities"].numpy()[0],
-            (expected["rgb"] + 1.5 * expected["flow"]) / 2.5,
+            _softmax((expected["rgb"] + 1.5 * expected["flow"]) / 2.5),
             rtol=0,
             atol=TOLERANCE,
         )
         compared.append(expected["flow"])
     assert len(compared) == len(pipeline) == 8
-    assert np.std(compared, axis=0).max() > 1e-3  # the videos score differently
+    assert np.std(_softmax(compared), axis=0).max() > 1e-3  # the videos score differently
 
 
 def test_export_writes_its_description_beside_the_model(tiny_runs, tiny_exports):

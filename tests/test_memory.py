@@ -155,9 +155,10 @@ def test_batch_auto_sets_the_global_batch_and_couples_the_learning_rate():
     recipe = decision.apply(_auto())
     assert decision.per_replica_batch == 8 and recipe.train.batch_size == 16  # 8 x 2 replicas
     assert recipe.train.max_per_replica_batch == 8 and recipe.train.lr_reference_batch == 16
-    assert decision.learning_rate == pytest.approx(0.003)  # synthetic-rgb: 0.003 at 16, linear
+    rate = load_recipe("synthetic-rgb").train.lr  # at its batch of 16, linear coupling
+    assert decision.learning_rate == pytest.approx(rate)
     one = choose_batch(_auto(), 8, budget_bytes=1420 * MIB, device="cpu", probe=FakeMachine())
-    assert one.batch_size == 8 and one.learning_rate == pytest.approx(0.003 * 8 / 16)
+    assert one.batch_size == 8 and one.learning_rate == pytest.approx(rate * 8 / 16)
     # A growing schedule reaches its larger batches by accumulation over the chosen batch.
     growing = _auto("train.batch_growth=2", "train.batch_growth_every=1", "train.epochs=3")
     resolved = choose_batch(
@@ -189,7 +190,8 @@ def test_max_per_replica_auto_keeps_the_global_batch_by_accumulation():
     # 16 does not split into micro-batches of 6 (3 steps): 4 micro-batches of 4.
     assert resolved.train.batch_size == 16 and resolved.train.max_per_replica_batch == 4
     assert (decision.micro_batch, decision.accumulation_steps) == (4, 4)
-    assert decision.learning_rate == pytest.approx(0.003)  # the global batch did not change
+    # the global batch did not change: the recipe's own rate
+    assert decision.learning_rate == pytest.approx(load_recipe("synthetic-rgb").train.lr)
 
 
 def test_not_even_batch_one_fits_is_a_clear_error():

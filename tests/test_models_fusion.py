@@ -1,4 +1,5 @@
-"""Two-stream fusion: weighted average of softmax scores, TSN's 1:1.5 by default."""
+"""Two-stream fusion: weighted average of logits (the official evaluations) or of softmax
+scores, TSN's 1:1.5 by default."""
 
 from __future__ import annotations
 
@@ -67,16 +68,22 @@ def inputs(seed=0):
     }
 
 
-def test_two_stream_model_fuses_the_streams_softmax(streams, tmp_path):
+@pytest.mark.parametrize("average", ["logits", "softmax"])
+def test_two_stream_model_fuses_the_streams_logits_or_softmax(streams, tmp_path, average):
     rgb, flow = streams
     batch = inputs()
-    rgb_scores = softmax(keras.ops.convert_to_numpy(rgb(batch["rgb"])))
-    flow_scores = softmax(keras.ops.convert_to_numpy(flow(batch["flow"])))
-    assert np.abs(rgb_scores - flow_scores).max() > 0.01
+    rgb_logits = keras.ops.convert_to_numpy(rgb(batch["rgb"]))
+    flow_logits = keras.ops.convert_to_numpy(flow(batch["flow"]))
+    assert np.abs(softmax(rgb_logits) - softmax(flow_logits)).max() > 0.01
     for weights in ((1.0, 1.5), (2.0, 1.0)):
-        model = build_two_stream_model(rgb, flow, weights)
+        model = build_two_stream_model(rgb, flow, weights, average=average)
         fused = keras.ops.convert_to_numpy(model(batch))
-        expected = (weights[0] * rgb_scores + weights[1] * flow_scores) / sum(weights)
+        if average == "logits":  # TSN eval_scores.py / TSM test_models.py: pre-softmax
+            expected = softmax((weights[0] * rgb_logits + weights[1] * flow_logits) / sum(weights))
+        else:
+            expected = (weights[0] * softmax(rgb_logits) + weights[1] * softmax(flow_logits)) / sum(
+                weights
+            )
         np.testing.assert_allclose(fused, expected, rtol=1e-5, atol=1e-6)
     path = tmp_path / "two_stream.keras"
     model.save(path)
@@ -85,6 +92,15 @@ def test_two_stream_model_fuses_the_streams_softmax(streams, tmp_path):
         keras.ops.convert_to_numpy(reloaded(batch)), keras.ops.convert_to_numpy(model(batch))
     )
     assert reloaded.get_layer("fusion").stream_weights == [2.0, 1.0]
+    assert reloaded.get_layer("fusion").average == average
+
+
+def test_a_fusion_layer_saved_without_an_average_reloads_as_softmax_fusion():
+    from actrec.models.fusion import WeightedScoreFusion
+
+    config = WeightedScoreFusion((1.0, 1.5), "logits").get_config()
+    del config["average"]  # what exports from before the choice hold
+    assert WeightedScoreFusion.from_config(config).average == "softmax"
 
 
 def test_streams_must_share_their_classes(streams):

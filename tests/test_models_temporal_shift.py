@@ -137,6 +137,24 @@ def test_blockres_shifts_only_the_residual_branch_of_every_resnet_block():
     assert "conv3_block1_out" in add_inputs
 
 
+@pytest.mark.slow
+def test_resnet101_blockres_shifts_every_other_block_like_the_official_n_round_2():
+    """ops/temporal_shift.py: n_round = 2 when layer3 has >= 23 blocks, and block i of each
+    stage is shifted when i % n_round == 0: ResNet-101 (3, 4, 23, 3 blocks) gets 2 + 2 + 12
+    + 2 = 18 shifts."""
+    backbone = build_backbone("resnet101", (32, 32, 3))
+    shifted_backbone = insert_temporal_shift(backbone, "resnet101", num_segments=2)
+    names = {shift.name.removesuffix("_shift") for shift in shift_layers(shifted_backbone)}
+    assert len(names) == 18
+    expected = {
+        f"conv{stage}_block{number}"
+        for stage, blocks in ((2, 3), (3, 4), (4, 23), (5, 3))
+        for number in range(1, blocks + 1, 2)
+    }
+    assert names == expected
+    assert "conv4_block2" not in names and "conv4_block23" in names
+
+
 def test_block_placement_shifts_every_path_of_the_block():
     backbone = build_backbone("resnet50", (32, 32, 3))
     shifted_backbone = insert_temporal_shift(backbone, "resnet50", 2, placement="block")

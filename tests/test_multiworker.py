@@ -23,11 +23,14 @@ pytestmark = pytest.mark.slow
 WORKER = str(Path(__file__).resolve().parent / "workers" / "train_tiny.py")
 GLOBAL_BATCH = 8
 STEPS = 8
-# Scenarios of the two-worker launch (tests/workers/train_tiny.py; SGD has momentum 0).
+# Scenarios of the two-worker launch (tests/workers/train_tiny.py; SGD has momentum 0, but
+# with rules=1: momentum 0.9, coupled L2 and learning-rate multipliers).
 SCENARIOS = [
     "name=allreduce",
     "name=allreduce-accumulate,accumulation=2",
     "name=kavg1,sync=kavg,k=1",
+    "name=allreduce-rules,rules=1,accumulation=2",
+    "name=kavg1-rules,sync=kavg,k=1,rules=1,accumulation=2",
     "name=kavg4,sync=kavg,k=4",
     "name=allreduce-bn,bn=1",
     "name=kavg-adam-bn,sync=kavg,k=2,optimizer=adam,bn=1",
@@ -144,6 +147,24 @@ def test_kavg_with_one_step_equals_allreduce(two_workers):
     print(f"kavg K=1 vs allreduce: max relative difference {difference:.2e}")
     assert difference <= 1e-5
     assert summary(two_workers, "kavg1", 0)["num_all_reduces"] == STEPS
+
+
+def test_kavg_with_one_step_equals_allreduce_with_momentum_coupled_l2_and_multipliers(
+    two_workers,
+):
+    """Local momentum buffers average to the synchronous one, coupled L2 sees the same
+    averaged weights, and the multipliers are linear: K = 1 still equals allreduce, with
+    gradient accumulation on both."""
+    kavg, allreduce = (
+        variables(two_workers, name, 0) for name in ("kavg1-rules", "allreduce-rules")
+    )
+    difference = max_relative_difference(kavg, allreduce)
+    print(f"kavg K=1 vs allreduce, momentum + coupled L2 + multipliers: {difference:.2e}")
+    assert difference <= 1e-5
+    plain = variables(two_workers, "allreduce", 0)
+    assert len(allreduce) == len(plain) + 2  # the stem's kernel and bias
+    for a, b in zip(kavg, variables(two_workers, "kavg1-rules", 1), strict=True):
+        np.testing.assert_array_equal(a, b)
 
 
 def test_kavg_with_four_steps_communicates_four_times_less(two_workers):

@@ -29,10 +29,12 @@ def test_the_reduced_quickstart_makes_every_artefact_and_reaches_its_accuracy(cl
     workdir = tmp_path / "quickstart"
     result = cli_runner("quickstart", "--size", "small", "--workdir", workdir)
     assert result.exit_code == 0, result.output
-    for stage in range(1, 8):
-        assert f"[{stage}/7]" in result.output
+    for stage in range(1, 9):
+        assert f"[{stage}/8]" in result.output
+    for label in ("RGB TSN", "RGB TSM", "flow TSN", "TSM + flow (fused)"):
+        assert label in result.output
 
-    fused_dir = workdir / "runs" / "rgb" / "eval" / "fused-rgb-flow"
+    fused_dir = workdir / "runs" / "tsm" / "eval" / "fused-tsm-flow"
     fused = json.loads((fused_dir / "results.json").read_text())
     scores = load_video_scores(fused_dir)
     recomputed = float(np.mean(scores.predictions == scores.labels))
@@ -40,12 +42,14 @@ def test_the_reduced_quickstart_makes_every_artefact_and_reaches_its_accuracy(cl
     assert recomputed >= SIZES["small"].expected_fused_accuracy
     printed = re.search(r"fused accuracy ([0-9.]+) %", result.output)
     assert printed and float(printed.group(1)) == pytest.approx(100 * recomputed, abs=0.05)
-    for stream in ("rgb", "flow"):
+    assert fused["average"] == "logits" and [s["name"] for s in fused["streams"]] == ["tsm", "flow"]
+    for stream, modality in (("rgb", "rgb"), ("tsm", "rgb"), ("flow", "flow")):
         results = json.loads(
             (workdir / "runs" / stream / "eval" / "test-centre" / "results.json").read_text()
         )
-        assert results["modality"] == stream
-        assert fused["top1"] >= results["top1"] - 0.01  # fusion no worse than either stream
+        assert results["modality"] == modality
+        if stream in ("tsm", "flow"):
+            assert fused["top1"] >= results["top1"] - 0.01  # no worse than either stream
 
     export = workdir / "export"
     assert (export / "saved_model.pb").is_file()
@@ -58,8 +62,10 @@ def test_the_reduced_quickstart_makes_every_artefact_and_reaches_its_accuracy(cl
     )
 
     # Run again: the finished stages are kept, the runs are not retrained.
-    weights = {s: _digest(workdir / "runs" / s / "final.weights.h5") for s in ("rgb", "flow")}
+    weights = {
+        s: _digest(workdir / "runs" / s / "final.weights.h5") for s in ("rgb", "tsm", "flow")
+    }
     again = cli_runner("quickstart", "--size", "small", "--workdir", workdir)
     assert again.exit_code == 0, again.output
-    assert again.output.count("is already trained; kept") == 2
+    assert again.output.count("is already trained; kept") == 3
     assert weights == {s: _digest(workdir / "runs" / s / "final.weights.h5") for s in weights}

@@ -18,8 +18,8 @@ FAST_COMMANDS = (
     ("actrec", "pretrained", "list"),
     ("actrec", "inspect", "datasets/prepared/synthetic"),
     ("actrec", "eval", "runs/synthetic-flow"),
-    ("actrec", "eval", "--fuse", "runs/synthetic-rgb"),
-    ("actrec", "export", "runs/synthetic-rgb"),
+    ("actrec", "eval", "--fuse", "runs/synthetic-tsm"),
+    ("actrec", "export", "runs/synthetic-tsm"),
     ("actrec", "predict"),
 )
 
@@ -93,7 +93,7 @@ def _is_fast(words: list[str]) -> bool:
 
 @pytest.mark.slow
 def test_the_fast_readme_commands_run_as_written(
-    cli_runner, tmp_path, monkeypatch, synthetic_prepared, synthetic_flow_run, synthetic_rgb_run
+    cli_runner, tmp_path, monkeypatch, synthetic_prepared, synthetic_flow_run, synthetic_tsm_run
 ):
     """In a folder laid out as the README's synthetic walkthrough leaves it (the session's
     prepared set and trained runs linked in), every fast command succeeds as written."""
@@ -101,7 +101,7 @@ def test_the_fast_readme_commands_run_as_written(
         "datasets/raw/synthetic": synthetic_prepared.parent / "raw",
         "datasets/prepared/synthetic": synthetic_prepared,
         "runs/synthetic-flow": synthetic_flow_run[1],
-        "runs/synthetic-rgb": synthetic_rgb_run[1],
+        "runs/synthetic-tsm": synthetic_tsm_run[1],
     }
     for name, target in links.items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)

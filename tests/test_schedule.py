@@ -151,9 +151,9 @@ def test_step_decay():
 
 def test_step_decay_of_the_tsn_recipe():
     train = load_recipe("tsn-rgb-ucf101").train
-    assert learning_rate(train, 53, 36, 37) == pytest.approx(0.001)
-    assert learning_rate(train, 54, 0, 37) == pytest.approx(0.0001)
-    assert learning_rate(train, 108, 0, 37) == pytest.approx(0.00001)
+    assert learning_rate(train, 19, 73, 74) == pytest.approx(0.001)
+    assert learning_rate(train, 20, 0, 74) == pytest.approx(0.0001)
+    assert learning_rate(train, 41, 0, 74) == pytest.approx(0.00001)
 
 
 def test_cosine_decay_without_warmup():

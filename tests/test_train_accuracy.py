@@ -1,20 +1,23 @@
 """The built-in synthetic recipes learn what they should (real training, a few minutes).
 
 The synthetic classes differ only in motion: the flow TSN must reach 90 % test accuracy
-while the RGB TSN stays near chance (1/8); K-step averaging on two real worker processes
-must reach the same target with 4x fewer all-reduces. The synthetic set has no val split, so
-training validates on nothing (the test split is for evaluation only): the accuracies are
-those of `actrec eval` on the test split.
+while the RGB TSN stays near chance (1/8); the RGB TSM, the same recipe with temporal
+shifts, must learn the motion from the frames (80 %); K-step averaging on two real worker
+processes must reach the flow target with 4x fewer all-reduces. The synthetic set has no val
+split, so training validates on nothing (the test split is for evaluation only): the
+accuracies are those of `actrec eval` on the test split.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
 import pytest
 from conftest import train_command
 
+from actrec.config import load_recipe
 from actrec.evaluation.evaluate import evaluate_run
 from actrec.evaluation.protocols import resolve_protocol
 from actrec.train.launch import launch_local_workers
@@ -52,10 +55,27 @@ def test_flow_tsn_learns_the_motion_classes(flow_run, tmp_path):
 
 def test_rgb_tsn_stays_near_chance(synthetic_rgb_run, flow_run, tmp_path):
     summary, run_dir = synthetic_rgb_run
-    assert summary.global_step == 320
+    assert summary.global_step == 640  # 20 epochs of 32 steps
     rgb = _test_split_metrics(run_dir, tmp_path / "rgb")[0]
     assert rgb <= 0.3  # chance: 0.125
     assert _test_split_metrics(flow_run[1], tmp_path / "flow")[0] - rgb >= 0.5
+
+
+def test_tsm_learns_the_motion_that_the_same_recipe_as_a_tsn_cannot(
+    synthetic_tsm_run, synthetic_rgb_run, tmp_path
+):
+    """synthetic-rgb is synthetic-tsm with model.architecture=tsn: one test run of each on the
+    default synthetic set (the TSN's is the session's synthetic-rgb run)."""
+    tsm, tsn = load_recipe("synthetic-tsm"), load_recipe("synthetic-rgb")
+    assert tsm.model.architecture == "tsm" and tsn.model.architecture == "tsn"
+    assert dataclasses.replace(tsn.model, architecture="tsm") == tsm.model
+    assert (tsn.data, tsn.train, tsn.runtime) == (tsm.data, tsm.train, tsm.runtime)
+    tsm_top1, videos = _test_split_metrics(synthetic_tsm_run[1], tmp_path / "tsm")
+    tsn_top1 = _test_split_metrics(synthetic_rgb_run[1], tmp_path / "tsn")[0]
+    print(f"synthetic set, test top-1: TSM {tsm_top1:.3f}, TSN {tsn_top1:.3f}")
+    assert videos == 56
+    assert tsm_top1 >= 0.8
+    assert tsn_top1 <= 0.3  # chance: 0.125
 
 
 def test_kavg_on_two_workers_reaches_the_target_with_four_times_fewer_all_reduces(

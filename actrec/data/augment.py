@@ -29,8 +29,11 @@ IMAGENET_MEAN = (0.485, 0.456, 0.406)  # of pixels / 255
 IMAGENET_STD = (0.229, 0.224, 0.225)
 # A multi-scale crop side within this many pixels of crop_size is taken as crop_size (TSN).
 SNAP_PIXELS = 3
-# Fixed crop positions as (row, column) quarters of the free space (H - h, W - w): the 4
-# corners and the centre; TSN's "more fixed crops" adds 8 more.
+# Fixed crop positions as (row, column) multiples of a quarter step of the free space,
+# step = (H - h) // 4 and (W - w) // 4: the 4 corners and the centre, then TSN's "more fixed
+# crops": edge centres and quarter points, in the sources' order (yjxiong/tsn-pytorch
+# transforms.py `fill_fix_offset` lines 180-203; yjxiong/caffe src/caffe/data_transformer.cpp
+# `fillFixOffset` lines 50-74; temporal-shift-module ops/transforms.py lines 228-251).
 FIVE_POSITIONS = ((0, 0), (0, 4), (4, 0), (4, 4), (2, 2))
 MORE_POSITIONS = ((2, 0), (2, 4), (4, 2), (0, 2), (1, 1), (1, 3), (3, 1), (3, 3))
 
@@ -70,19 +73,39 @@ def multi_scale_crop_sizes(height, width, crop_size: int, scales=MULTI_SCALES):
 
 
 def fixed_crop_offsets(height, width, crop_height, crop_width, more_fixed_crops: bool = False):
-    """(top, left) of the fixed crop positions: int32 [5, 2] (or [13, 2]).
+    """(top, left) of the fixed crop positions: int32 [5, 2] (or [13, 2] with TSN's
+    more_fix_crop), exactly TSN's: with steps (H - h) // 4 and (W - w) // 4, position
+    (row, column) of FIVE_POSITIONS (+ MORE_POSITIONS) is (row * step_h, column * step_w).
 
-    Order: top-left, top-right, bottom-left, bottom-right, centre (then TSN's 8 extra
-    positions). Corners are exact (top = H - h for the bottom row); the centre is
-    ((H - h) // 2, (W - w) // 2).
+    Order: top-left, top-right, bottom-left, bottom-right, centre, then centre-left,
+    centre-right, bottom-centre, top-centre and the four quarter points. When the free space
+    is not a multiple of 4 the "far" corners stop short of the edge by its remainder, as in
+    the sources (`evaluation_crop_offsets` has the exact corners of test-time cropping).
     """
     tf = _tf()
     positions = FIVE_POSITIONS + (MORE_POSITIONS if more_fixed_crops else ())
-    quarters = tf.constant(positions, tf.int32)  # [K, 2] (row, column) quarters
+    multiples = tf.constant(positions, tf.int32)  # [K, 2] (row, column) step multiples
+    steps = tf.stack(
+        [
+            (tf.cast(height, tf.int32) - crop_height) // 4,
+            (tf.cast(width, tf.int32) - crop_width) // 4,
+        ]
+    )  # [2]
+    return multiples * steps[None, :]  # [K, 2]
+
+
+def evaluation_crop_offsets(height, width, crop_height, crop_width):
+    """(top, left) of the 5 test-time crops: int32 [5, 2], corners exact (H - h, W - w) and
+    the centre ((H - h) // 2, (W - w) // 2), as TSN's published 10-crop testing takes them
+    (yjxiong/caffe python/caffe/io.py `oversample` lines 355-367; temporal-segment-networks
+    pyActionRecog/utils/io.py `flow_stack_oversample` lines 16-30). Order as
+    `fixed_crop_offsets`."""
+    tf = _tf()
+    quarters = tf.constant(FIVE_POSITIONS, tf.int32)  # [5, 2] (row, column) quarters
     free_space = tf.stack(
         [tf.cast(height, tf.int32) - crop_height, tf.cast(width, tf.int32) - crop_width]
     )  # [2]
-    return quarters * free_space[None, :] // 4  # [K, 2]
+    return quarters * free_space[None, :] // 4  # [5, 2]
 
 
 def multi_scale_crop_box(
@@ -133,7 +156,7 @@ def five_crop_boxes(height, width, crop_size: int):
     bottom-left, bottom-right, centre (TSN's oversampling positions, exact corners)."""
     tf = _tf()
     _require_crop_size(crop_size)
-    offsets = fixed_crop_offsets(height, width, crop_size, crop_size)  # [5, 2]
+    offsets = evaluation_crop_offsets(height, width, crop_size, crop_size)  # [5, 2]
     sizes = tf.fill([5, 2], tf.constant(crop_size, tf.int32))  # [5, 2]
     return tf.concat([offsets, sizes], axis=1)  # [5, 4]
 

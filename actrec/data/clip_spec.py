@@ -30,7 +30,8 @@ class ClipSpec:
         127.5 = no motion (the quantised scale of DESIGN.md §2). "minus_one_one": RGB / 127.5 - 1,
         flow pixels / 20, both in [-1, 1]. "imagenet" (RGB only): ImageNet mean / std.
     flip: random horizontal flip in training.
-    scales, max_distort, fixed_crop: TSN multi-scale crop (see augment.multi_scale_crop_box).
+    scales, max_distort, fixed_crop, more_fixed_crops: TSN multi-scale crop (see
+        augment.multi_scale_crop_box): 13 fixed positions with more_fixed_crops, else 5.
     """
 
     modality: str = "rgb"
@@ -45,6 +46,7 @@ class ClipSpec:
     scales: tuple[float, ...] = field(default=augment.MULTI_SCALES)
     max_distort: int = 1
     fixed_crop: bool = True
+    more_fixed_crops: bool = False
 
     def __post_init__(self) -> None:
         if self.modality not in MODALITIES:

@@ -170,6 +170,7 @@ def training_crops(path, header: dict, spec, seed):
         scales=spec.scales,
         max_distort=spec.max_distort,
         fixed_crop=spec.fixed_crop,
+        more_fixed_crops=spec.more_fixed_crops,
     )  # (top, left, h, w)
     frame_size = (header["height"], header["width"])
     parts, corner = decoded_parts(clip_jpegs(path, header, starts, spec), box, spec, frame_size)

@@ -1,12 +1,19 @@
-"""The built-in synthetic motion dataset: classes that only optical flow can tell apart.
+"""The built-in synthetic motion dataset: classes that only motion can tell apart.
 
-Every clip shows a static random-texture background and a textured rectangle drawn
-from the same appearance distributions for every class (texture, size, aspect,
-position, orientation), which then moves by its class: translates left / right / up /
-down, rotates clockwise / counterclockwise (on screen, y pointing down) or zooms in /
-out about its centre, a few pixels per frame. Motion is parametrised about the middle
-frame, so the middle frame of every class is drawn from one distribution; a single
-frame cannot tell the classes apart, the flow of two frames can.
+Every clip shows a static low-contrast random-texture background and a high-contrast
+textured rectangle drawn from the same appearance distributions for every class (texture,
+size, aspect, position, orientation), which then moves by its class: translates left /
+right / up / down, rotates clockwise / counterclockwise (on screen, y pointing down) or
+zooms in / out about its centre, a few pixels per frame. Motion is parametrised about the
+middle frame, so the middle frame of every class is drawn from one distribution, and a
+clip's frames taken as an unordered set are distributed as those of the opposite class
+(its time reversal: left / right, clockwise / counterclockwise, in / out): a single frame,
+or an average of per-frame scores (TSN), cannot tell a class from its opposite; the flow
+of two frames can, and so can a model that compares frames in order (TSM).
+
+The contrasts matter (`background_contrast`, `object_contrast`): with equal contrasts the
+object is camouflaged, visible only to pixel-accurate motion, and an RGB TSM on 32-pixel
+crops, whose first temporal shift sees 8x8 feature maps, learns nothing.
 
 The videos are real files (MJPG in .avi, intra-frame only, so the decoded motion is
 what was rendered) in the UCF101 layout, so the ordinary UCF101-style preparation
@@ -76,6 +83,11 @@ class SyntheticConfig:
     rotation_speed: range of degrees / frame of the Rotate* classes.
     zoom_rate: range of the relative scale change / frame of the Zoom* classes.
     object_size: range of the object's longer side, as a fraction of the frame's short side.
+    object_aspect: range of the object's shorter side over its longer side.
+    background_contrast / object_contrast: ranges of the textures' standard deviation (grey
+        levels). A low-contrast background under a high-contrast object keeps the object
+        visible at the small sizes models see (a 32-pixel crop): with equal contrasts it is
+        camouflaged, and only pixel-accurate motion (optical flow) finds it.
     noise_std: standard deviation (grey levels) of per-frame pixel noise.
     test_fraction: share of each class's groups in testlist01 (the lowest groups).
     """
@@ -90,6 +102,9 @@ class SyntheticConfig:
     rotation_speed: tuple[float, float] = (6.0, 9.0)
     zoom_rate: tuple[float, float] = (0.04, 0.06)
     object_size: tuple[float, float] = (0.4, 0.6)
+    object_aspect: tuple[float, float] = (0.6, 1.0)
+    background_contrast: tuple[float, float] = (8.0, 15.0)
+    object_contrast: tuple[float, float] = (40.0, 60.0)
     noise_std: float = 2.0
     test_fraction: float = 0.3
 
@@ -106,6 +121,9 @@ class SyntheticConfig:
             ("rotation_speed", 20.0),
             ("zoom_rate", 0.2),
             ("object_size", 1.0),
+            ("object_aspect", 1.0),
+            ("background_contrast", 128.0),
+            ("object_contrast", 128.0),
         ):
             low, high = getattr(self, name)
             _require(0 < low <= high <= limit, name, (low, high), f"0 < low <= high <= {limit}")
@@ -128,10 +146,16 @@ def _require(condition: bool, name: str, value: object, expected: str) -> None:
 # ----------------------------------------------------------------------------- rendering
 
 
-def _random_texture(rng: np.random.Generator, height: int, width: int) -> np.ndarray:
+def _random_texture(
+    rng: np.random.Generator,
+    height: int,
+    width: int,
+    contrast: tuple[float, float] = (30.0, 50.0),
+) -> np.ndarray:
     """float32 [H, W, 3] colour noise with detail from 2 to 12 px, mean ~128.
 
-    Mean brightness and contrast are drawn per texture from fixed ranges.
+    Mean brightness (95-160) and contrast (standard deviation, from `contrast`) are drawn
+    per texture.
     """
     texture = np.zeros((height, width, 3), np.float32)
     for cell, weight in ((12, 1.0), (6, 0.8), (3, 0.6), (2, 0.3)):
@@ -146,8 +170,7 @@ def _random_texture(rng: np.random.Generator, height: int, width: int) -> np.nda
     texture = 0.6 * grey_part + 0.4 * texture  # keep some colour, mostly luminance detail
     texture = (texture - texture.mean()) / max(float(texture.std()), 1e-6)
     brightness = rng.uniform(95.0, 160.0)
-    contrast = rng.uniform(30.0, 50.0)
-    return texture * contrast + brightness
+    return texture * rng.uniform(*contrast) + brightness
 
 
 def _rotation_scale(angle_radians: float, scale: float) -> np.ndarray:
@@ -217,12 +240,12 @@ def render_clip(class_name: str, rng: np.random.Generator, config: SyntheticConf
     width, height = config.width, config.height
     short_side = min(width, height)
     # Appearance: drawn identically for every class.
-    background = _random_texture(rng, height, width)
+    background = _random_texture(rng, height, width, config.background_contrast)
     object_long_side = rng.uniform(*config.object_size) * short_side
-    aspect = rng.uniform(0.6, 1.0)
+    aspect = rng.uniform(*config.object_aspect)
     object_width = max(4, round(object_long_side))
     object_height = max(4, round(object_long_side * aspect))
-    object_texture = _random_texture(rng, object_height, object_width)
+    object_texture = _random_texture(rng, object_height, object_width, config.object_contrast)
     object_centre = ((object_width - 1) / 2.0, (object_height - 1) / 2.0)
     centre = (rng.uniform(0.35, 0.65) * width, rng.uniform(0.35, 0.65) * height)
     angle = rng.uniform(0.0, 2.0 * math.pi)

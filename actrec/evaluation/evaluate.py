@@ -97,6 +97,7 @@ def evaluate_run(
     view_batch: int = DEFAULT_VIEW_BATCH,
     progress: Progress | None = None,
     checkpoint: str = "final",
+    average: str = "logits",
 ) -> Evaluation:
     """Evaluate the finished run in `run_dir` on `split` of the prepared data (default: the
     data it was trained on) under `protocol`; writes the files of
@@ -107,6 +108,8 @@ def evaluate_run(
     checkpoint: "final" (final.weights.h5) or "best" (best.weights.h5).
     A shard of `split` whose size differs from the manifest, or that cannot be read, is a
     DatasetError naming it and the fix (actrec.data.integrity).
+    average: what is averaged over a video's views, "logits" (the official TSN / TSM
+        evaluation) or "softmax" (actrec.evaluation.scores).
     """
     from actrec.config import clip_spec
     from actrec.data.integrity import check_shard_sizes
@@ -131,7 +134,7 @@ def evaluate_run(
             data_dir,
             split,
             lambda: compute_video_scores(
-                model, views, num_videos, run.classes, spec.num_views, progress
+                model, views, num_videos, run.classes, spec.num_views, progress, average
             ),
         )
     finally:
@@ -141,7 +144,7 @@ def evaluate_run(
         "name": run.name,
         "run": str(Path(run_dir).resolve()),
         "modality": run.modality,
-        **evaluation_request(run, protocol, data_dir, split),
+        **evaluation_request(run, protocol, data_dir, split, average),
         "protocol_description": protocol.description,
         "checkpoint": checkpoint,
         "views_per_video": spec.num_views,
@@ -163,14 +166,15 @@ def saved_run_evaluation(
     data_dir: Path | str | None = None,
     split: str = "test",
     checkpoint: str = "final",
+    average: str = "logits",
 ) -> Evaluation | None:
     """The evaluation `evaluate_run` would make, loaded from its folder when that folder
-    already holds it (same split, protocol, data and weights file); else None.
+    already holds it (same split, protocol, view average, data and weights file); else None.
     Reads no model and imports no TensorFlow."""
     from actrec.trained_run import load_trained_run, resolve_data_dir
 
     run = load_trained_run(run_dir, checkpoint)
-    request = evaluation_request(run, protocol, resolve_data_dir(run, data_dir), split)
+    request = evaluation_request(run, protocol, resolve_data_dir(run, data_dir), split, average)
     folder = default_eval_dir(run.run_dir, split, protocol, checkpoint)
     folder = saved_evaluation_folder(folder, request)
     return None if folder is None else load_evaluation(folder)
@@ -239,6 +243,7 @@ def fuse_evaluations(
         "split": first.get("split"),
         "protocol": first.get("protocol"),
         "views_per_video": first.get("views_per_video"),
+        "average": scores.average,
     }
     if out_dir is None:
         out_dir = streams[0].out_dir.parent / f"fused-{'-'.join(names)}"

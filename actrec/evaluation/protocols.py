@@ -6,7 +6,8 @@
     tsm-8x3     TSM: 8 segments, 1 clip, 3 crops along the long side ("full resolution")
     tsm-8x10    TSM's Kinetics protocol: 8 segments, 10 clips x 3 crops
 
-Views are averaged as softmax scores. A model trained with T segments is evaluated with the
+Views are averaged as logits (the official TSN / TSM evaluation) or as softmax scores
+(actrec.evaluation.scores). A model trained with T segments is evaluated with the
 protocol's T by rebuilding it (the weights do not depend on T); TSM's temporal shift works
 for any T.
 """

@@ -2,9 +2,9 @@
 
 results.json      protocol, split, metrics (top1, top5, mean_class_accuracy), views
 per_class.csv     class, videos, correct, accuracy
-predictions.csv   video_id, label, prediction, correct, score of the prediction
+predictions.csv   video_id, label, prediction, correct, probability of the prediction
 confusion.png     row-normalised confusion matrix
-scores.npz        per-video softmax scores (actrec.evaluation.scores), for fusion
+scores.npz        per-video scores (actrec.evaluation.scores), for fusion
 """
 
 from __future__ import annotations
@@ -48,6 +48,7 @@ def per_class_csv(scores: VideoScores, metrics: Metrics) -> str:
 
 def predictions_csv(scores: VideoScores) -> str:
     predictions = scores.predictions
+    probabilities = scores.probabilities
     rows = []
     for row, video in enumerate(scores.video_ids):
         label, predicted = int(scores.labels[row]), int(predictions[row])
@@ -57,10 +58,10 @@ def predictions_csv(scores: VideoScores) -> str:
                 scores.classes[label] if label >= 0 else "",
                 scores.classes[predicted],
                 int(label == predicted) if label >= 0 else "",
-                f"{scores.scores[row, predicted]:.6f}",
+                f"{probabilities[row, predicted]:.6f}",
             ]
         )
-    return _csv_text(["video_id", "label", "prediction", "correct", "score"], rows)
+    return _csv_text(["video_id", "label", "prediction", "correct", "probability"], rows)
 
 
 def confusion_png(confusion: np.ndarray, classes: tuple[str, ...], title: str) -> bytes:

@@ -27,10 +27,14 @@ def weights_stamp(weights_path: Path) -> dict:
     }
 
 
-def evaluation_request(run, protocol: Protocol, data_dir: Path, split: str) -> dict:
-    """The fields of results.json that say which evaluation this is."""
+def evaluation_request(
+    run, protocol: Protocol, data_dir: Path, split: str, average: str = "logits"
+) -> dict:
+    """The fields of results.json that say which evaluation this is (`average`: what was
+    averaged over each video's views, actrec.evaluation.scores)."""
     return {
         "split": split,
+        "average": average,
         "protocol": protocol.name,
         "num_segments": protocol.num_segments or run.recipe.data.num_segments,
         "num_clips": protocol.num_clips,

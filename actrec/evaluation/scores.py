@@ -1,8 +1,14 @@
-"""Per-video softmax scores: computed over streamed views, saved, loaded and fused.
+"""Per-video scores: computed over streamed views, saved, loaded and fused.
+
+A video's score is the average over its views of the model's logits ("logits", as the
+official evaluations do: TSN tools/eval_net.py scores `fc-action` and eval_scores.py
+averages them without softmax; TSM test_models.py averages logits unless --softmax) or of
+its softmax ("softmax").
 
 A scores file (`scores.npz`) holds video_ids string [N], labels int [N] (-1 unlabelled),
-scores float64 [N, K] (softmax averaged over the views), classes string [K] and
-num_views int [N]; it is what `actrec eval --fuse` combines without re-running models.
+scores float64 [N, K] (averaged over the views), classes string [K], num_views int [N] and
+average (a string: "logits" or "softmax"; files from before it was recorded averaged
+softmax); it is what `actrec eval --fuse` combines without re-running models.
 """
 
 from __future__ import annotations
@@ -23,18 +29,28 @@ SCORES_FILE = "scores.npz"
 
 @dataclass(frozen=True)
 class VideoScores:
-    """Softmax scores of N videos over K classes; row i is video_ids[i]."""
+    """Scores of N videos over K classes (view-averaged logits or softmax, by `average`);
+    row i is video_ids[i]."""
 
     video_ids: tuple[str, ...]
     labels: np.ndarray  # int64 [N]
     scores: np.ndarray  # float64 [N, K]
     classes: tuple[str, ...]
     num_views: np.ndarray  # int64 [N]
+    average: str = "softmax"
 
     @property
     def predictions(self) -> np.ndarray:
         """int64 [N]: the top-1 class of every video."""
         return np.argmax(self.scores, axis=1)
+
+    @property
+    def probabilities(self) -> np.ndarray:
+        """float64 [N, K]: the scores as probabilities (softmax of averaged logits)."""
+        if self.average == "softmax":
+            return self.scores
+        shifted = np.exp(self.scores - self.scores.max(axis=1, keepdims=True))
+        return shifted / shifted.sum(axis=1, keepdims=True)
 
     @property
     def is_labelled(self) -> bool:
@@ -48,8 +64,10 @@ def compute_video_scores(
     classes: Sequence[str],
     views_per_video: int,
     progress: Progress | None = None,
+    average: str = "logits",
 ) -> VideoScores:
-    """Average softmax(model(view)) over every view of every video.
+    """Average model(view) ("logits") or softmax(model(view)) ("softmax") over every view of
+    every video.
 
     views: batches (views [B, T, crop, crop, C], labels [B], positions [B], video_ids [B])
         from `actrec.data.views.build_view_dataset`.
@@ -58,12 +76,16 @@ def compute_video_scores(
     """
     import tensorflow as tf
 
+    from actrec.models.score_fusion import check_average
+
+    check_average(average)
     progress = progress or NullProgress()
     num_classes = len(classes)
 
     @tf.function(reduce_retracing=True)
-    def probabilities(batch):
-        return tf.nn.softmax(tf.cast(model(batch, training=False), tf.float32), axis=-1)
+    def view_scores(batch):
+        logits = tf.cast(model(batch, training=False), tf.float32)  # [B, K]
+        return logits if average == "logits" else tf.nn.softmax(logits, axis=-1)
 
     sums = np.zeros((num_videos, num_classes), np.float64)
     counts = np.zeros(num_videos, np.int64)
@@ -77,7 +99,7 @@ def compute_video_scores(
                 f"the split has more records than its manifest's {num_videos} videos; run "
                 "`actrec inspect` on the prepared folder"
             )
-        output = probabilities(batch).numpy()  # [B, K]
+        output = view_scores(batch).numpy().astype(np.float64)  # [B, K]
         np.add.at(sums, positions, output)
         np.add.at(counts, positions, 1)
         labels[positions] = batch_labels.numpy()
@@ -98,6 +120,7 @@ def compute_video_scores(
         scores=sums / counts[:, None],
         classes=tuple(classes),
         num_views=counts,
+        average=average,
     )
 
 
@@ -111,6 +134,7 @@ def save_video_scores(scores: VideoScores, path: Path) -> None:
         scores=scores.scores,
         classes=np.array(scores.classes, dtype=str),
         num_views=scores.num_views,
+        average=np.array(scores.average),
     )
     write_bytes_atomic(path, buffer.getvalue())
 
@@ -128,6 +152,7 @@ def load_video_scores(path: Path | str) -> VideoScores:
                 scores=content["scores"].astype(np.float64),
                 classes=tuple(str(name) for name in content["classes"]),
                 num_views=content["num_views"].astype(np.int64),
+                average=str(content["average"]) if "average" in content.files else "softmax",
             )
     except (OSError, ValueError, KeyError) as error:
         raise ConfigError(
@@ -141,14 +166,19 @@ def fuse_video_scores(
 ) -> VideoScores:
     """The weighted average of the streams' scores, video by video (matched by id).
 
-    Every stream must cover the same videos with the same classes and labels; the rows
-    follow the first stream's order.
+    Every stream must cover the same videos with the same classes and labels, averaged the
+    same way (logits or softmax); the rows follow the first stream's order.
     """
     from actrec.models.score_fusion import fuse_scores
 
     first = streams[0]
     aligned = [first.scores]
     for stream, name in zip(streams[1:], names[1:], strict=True):
+        if stream.average != first.average:
+            raise ConfigError(
+                f"cannot fuse {names[0]} (views averaged as {first.average}) and {name} "
+                f"(averaged as {stream.average}): evaluate both with the same --average"
+            )
         if stream.classes != first.classes:
             raise ConfigError(
                 f"cannot fuse {names[0]} and {name}: their classes differ; fuse runs trained "
@@ -171,4 +201,5 @@ def fuse_video_scores(
         scores=fuse_scores(aligned, weights),
         classes=first.classes,
         num_views=first.num_views,
+        average=first.average,
     )

@@ -10,6 +10,17 @@ import numpy as np
 from actrec.errors import ConfigError
 
 TSN_STREAM_WEIGHTS = (1.0, 1.5)  # RGB : flow
+AVERAGES = ("logits", "softmax")  # what is averaged over views and fused over streams
+DEFAULT_AVERAGE = "logits"
+
+
+def check_average(average: str) -> str:
+    if average not in AVERAGES:
+        raise ConfigError(
+            f"score average {average!r} is not valid; use logits (the official TSN / TSM "
+            "evaluation: pre-softmax scores) or softmax (probabilities)"
+        )
+    return average
 
 
 def checked_fusion_weights(weights: Sequence[float], streams: int) -> tuple[float, ...]:
@@ -24,7 +35,8 @@ def checked_fusion_weights(weights: Sequence[float], streams: int) -> tuple[floa
 
 
 def fuse_scores(scores: Sequence[np.ndarray], weights: Sequence[float] = TSN_STREAM_WEIGHTS):
-    """Returns sum_i w_i * scores_i / sum_i w_i for softmax scores [N, K] of each stream."""
+    """Returns sum_i w_i * scores_i / sum_i w_i for scores [N, K] of each stream (logits or
+    softmax; dividing by the weights' sum keeps the scale and does not change a ranking)."""
     weights = checked_fusion_weights(weights, len(scores))
     shapes = {np.shape(score) for score in scores}
     if len(shapes) != 1:

@@ -12,7 +12,11 @@ The online (one-directional) variant, for streaming inference, only looks back:
 
 The layer has no weights. `insert_temporal_shift` rebuilds a keras.applications ResNet
 (v1) or MobileNetV2 with a shift before the first convolution of each residual branch
-("blockres"; the identity path stays unshifted) or on each block's input ("block").
+("blockres"; the identity path stays unshifted) or on each block's input ("block"). As in
+the official code, a "blockres" ResNet whose fourth stage has 23 blocks or more (ResNet-101,
+ResNet-152) shifts every other block of each stage, the first included (`n_round = 2`,
+mit-han-lab/temporal-shift-module ops/temporal_shift.py lines 120-132): 18 shifts in
+ResNet-101, 26 in ResNet-152, 16 (every block) in ResNet-50.
 """
 
 from __future__ import annotations
@@ -158,6 +162,24 @@ def _residual_blocks(model: keras.Model, family: str) -> set[str]:
     }
 
 
+DEEP_STAGE_BLOCKS = 23
+"""A ResNet whose fourth stage (Keras `conv4`, PyTorch `layer3`) has at least this many
+blocks shifts every other block under "blockres" (the official `n_round = 2`)."""
+_RESNET_BLOCK_NUMBER = re.compile(r"^conv\d+_block(\d+)$")
+
+
+def _every_other_block(blocks: set[str]) -> set[str]:
+    """The ResNet blocks the official "blockres" code shifts: with a deep fourth stage, the
+    first, third, ... block of each stage (convK_block1, convK_block3, ...), else all."""
+    if sum(block.startswith("conv4_") for block in blocks) < DEEP_STAGE_BLOCKS:
+        return blocks
+    return {
+        block
+        for block in blocks
+        if (match := _RESNET_BLOCK_NUMBER.match(block)) and int(match.group(1)) % 2 == 1
+    }
+
+
 def _first_branch_convolution(block: str, family: str) -> str:
     return f"{block}_1_conv" if family == "resnet" else f"{block}_expand"
 
@@ -192,6 +214,8 @@ def insert_temporal_shift(
             f"unknown shift placement {placement!r}; choose one of: {', '.join(SHIFT_PLACEMENTS)}"
         )
     blocks = _residual_blocks(backbone, family)
+    if family == "resnet" and placement == "blockres":
+        blocks = _every_other_block(blocks)
     shifted_inputs: dict[int, object] = {}
 
     def shifted(tensor, block: str):

@@ -31,59 +31,23 @@ accumulation steps of micro-batch b; the model maps clips [b, ...] to logits [b,
 from __future__ import annotations
 
 import contextlib
-import functools
 import math
 import numbers
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from actrec.errors import ConfigError
+from actrec.train.optimizer import (
+    OptimizerSettings,
+    build_optimizer,
+    check_choice,
+)
 
-OPTIMIZER_NAMES = ("sgd", "adam")
-ADAM_STATES = ("average", "local", "reset")
 SYNC_MODES = ("allreduce", "kavg")
 MIXED_PRECISIONS = ("none", "float16", "bfloat16")
 KERAS_POLICIES = {"none": None, "float16": "mixed_float16", "bfloat16": "mixed_bfloat16"}
 # Positions in the statistics vector [3] each step / evaluation batch yields.
 LOSS_SUM, CORRECT, EXAMPLES = 0, 1, 2
-
-
-def _check_choice(name: str, value: str, choices: tuple[str, ...]) -> None:
-    if value not in choices:
-        raise ConfigError(f"{name}={value!r} is not valid; use one of {', '.join(choices)}")
-
-
-@dataclass(frozen=True)
-class OptimizerSettings:
-    """The optimizer of a run.
-
-    name: "sgd" or "adam".
-    momentum / nesterov: SGD only.
-    weight_decay: decoupled decay (Keras optimizers' own `weight_decay`: every step
-        w -= lr * weight_decay * w); biases and BatchNorm parameters (every variable of
-        rank <= 1) are excluded.
-    clip_norm: clip the global norm of the (averaged) gradient to this (TSN / TSM: 20).
-    adam_state: kavg with Adam: the moments are averaged with the parameters ("average"),
-        kept per worker ("local"), or zeroed after each round ("reset", which also
-        restarts Adam's bias correction).
-    """
-
-    name: str = "sgd"
-    momentum: float = 0.9
-    nesterov: bool = False
-    weight_decay: float = 0.0
-    clip_norm: float | None = None
-    adam_state: str = "average"
-
-    def __post_init__(self) -> None:
-        _check_choice("optimizer", self.name, OPTIMIZER_NAMES)
-        _check_choice("adam_state", self.adam_state, ADAM_STATES)
-        if not 0.0 <= self.momentum < 1.0:
-            raise ConfigError(f"momentum={self.momentum!r} is not valid; use a value in [0, 1)")
-        if self.weight_decay < 0:
-            raise ConfigError(f"weight_decay={self.weight_decay!r} is not valid; use >= 0")
-        if self.clip_norm is not None and not self.clip_norm > 0:
-            raise ConfigError(f"clip_norm={self.clip_norm!r} is not valid; use a value > 0 or none")
 
 
 @dataclass(frozen=True)
@@ -94,7 +58,7 @@ class SyncSettings:
     kavg_steps: int = 1
 
     def __post_init__(self) -> None:
-        _check_choice("sync", self.mode, SYNC_MODES)
+        check_choice("sync", self.mode, SYNC_MODES)
         if (
             isinstance(self.kavg_steps, bool)
             or not isinstance(self.kavg_steps, int)
@@ -103,61 +67,6 @@ class SyncSettings:
             raise ConfigError(
                 f"kavg_steps={self.kavg_steps!r} is not valid; use a whole number >= 1"
             )
-
-
-@functools.cache
-def _reduced_gradient_class(base: type) -> type:
-    """`base` (a Keras optimizer class) that takes gradients the loop has all-reduced.
-
-    Keras' TF optimizer all-reduces (SUM) gradients itself when `apply` runs in a replica
-    context, after clipping; the loop reduces first (so clipping and the loss-scale check
-    see the averaged gradient, and one collective carries the step), so that second
-    reduction is turned off here.
-    """
-    if not hasattr(base, "_all_reduce_sum_gradients"):
-        raise ConfigError(
-            f"this Keras version's {base.__name__} has no _all_reduce_sum_gradients; actrec's "
-            "loop needs Keras 3 with the TensorFlow backend (tested with Keras 3.15)"
-        )
-
-    def _all_reduce_sum_gradients(self, grads_and_vars):
-        return list(grads_and_vars)
-
-    return type(
-        base.__name__,
-        (base,),
-        {
-            "_all_reduce_sum_gradients": _all_reduce_sum_gradients,
-            "__doc__": f"{base.__name__} over gradients already all-reduced by actrec's loop.",
-        },
-    )
-
-
-def _build_optimizer(settings: OptimizerSettings, model, mixed_precision: str):
-    """A built Keras optimizer for `model` (a LossScaleOptimizer under float16)."""
-    import keras
-
-    arguments = {
-        "learning_rate": 0.0,  # set before every step
-        "weight_decay": settings.weight_decay or None,
-        "global_clipnorm": settings.clip_norm,
-    }
-    if settings.name == "sgd":
-        base = keras.optimizers.SGD
-        arguments.update(momentum=settings.momentum, nesterov=settings.nesterov)
-    else:
-        base = keras.optimizers.Adam
-    optimizer = _reduced_gradient_class(base)(**arguments)
-    if settings.weight_decay:
-        optimizer.exclude_from_weight_decay(
-            var_list=[
-                variable for variable in model.trainable_variables if len(variable.shape) <= 1
-            ]
-        )
-    if mixed_precision == "float16":
-        optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
-    optimizer.build(model.trainable_variables)
-    return optimizer
 
 
 def _inner_optimizer(optimizer):
@@ -250,7 +159,7 @@ class DistributedTrainer:
         self.strategy = strategy
         self.optimizer_settings = optimizer or OptimizerSettings()
         self.sync = sync or SyncSettings()
-        _check_choice("mixed_precision", mixed_precision, MIXED_PRECISIONS)
+        check_choice("mixed_precision", mixed_precision, MIXED_PRECISIONS)
         if not 0.0 <= label_smoothing < 1.0:
             raise ConfigError(
                 f"label_smoothing={label_smoothing!r} is not valid; use a value in [0, 1)"
@@ -275,7 +184,7 @@ class DistributedTrainer:
         with _keras_policy(mixed_precision), scope:
             self.model = model_builder()
             self._check_model()
-            self.optimizer = _build_optimizer(self.optimizer_settings, self.model, mixed_precision)
+            self.optimizer = build_optimizer(self.optimizer_settings, self.model, mixed_precision)
         self.step_variable = tf.Variable(0, dtype=tf.int64, trainable=False, name="step")
         self.num_replicas_in_sync = (
             self.num_workers if self.local_updates else int(strategy.num_replicas_in_sync)

@@ -241,20 +241,14 @@ def _model_builder(recipe, num_classes: int):
 
 
 def _trainer(strategy, recipe, num_classes: int, input_transform=None):
-    from actrec.train.loop import DistributedTrainer, OptimizerSettings, SyncSettings
+    from actrec.train.loop import DistributedTrainer, SyncSettings
+    from actrec.train.optimizer import optimizer_settings
 
     train = recipe.train
     return DistributedTrainer(
         strategy,
         _model_builder(recipe, num_classes),
-        OptimizerSettings(
-            name=train.optimizer,
-            momentum=train.momentum,
-            nesterov=train.nesterov,
-            weight_decay=train.weight_decay,
-            clip_norm=train.clip_norm,
-            adam_state=train.adam_state,
-        ),
+        optimizer_settings(train),
         SyncSettings(mode=train.sync, kavg_steps=train.kavg_steps),
         label_smoothing=train.label_smoothing,
         mixed_precision=train.mixed_precision,

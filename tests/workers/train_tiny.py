@@ -2,7 +2,7 @@
 
     python tests/workers/train_tiny.py --out DIR [--global-batch 8] [--steps 6]
         [--scenario name=NAME,sync=allreduce|kavg,k=K,optimizer=sgd|adam,bn=0|1,
-                    precision=none|float16|bfloat16,accumulation=A ...]
+                    precision=none|float16|bfloat16,accumulation=A,rules=0|1 ...]
         [--crash-worker I --crash-at-step S]
 
 Every scenario trains a fresh DistributedTrainer (same seed) on the same deterministic
@@ -10,7 +10,10 @@ numpy data, in one process (the strategy is built once, first, before any other 
 step s uses examples [s * G, (s + 1) * G) of the data (G = --global-batch); input
 pipeline i of n reads the i-th of n equal parts of that batch, so two workers of batch
 G / 2 see exactly the halves of a one-worker batch G (split again into `accumulation`
-micro-batches). SGD has momentum 0. After the steps the trainer
+micro-batches). SGD has momentum 0, except with rules=1: a convolution stem and a Dense
+"classifier", SGD momentum 0.9 with coupled L2 and the sources' learning-rate multipliers
+(biases 2, first conv 5, classifier 3), at a tenth of the rate (stable, so float rounding is
+not amplified). After the steps the trainer
 synchronizes and evaluates; each worker writes DIR/NAME-worker{I}.npz (the model's
 variables, in order) and DIR/NAME-worker{I}.json (counts, losses, evaluation).
 """
@@ -31,6 +34,7 @@ SCENARIO_DEFAULTS = {
     "bn": "0",
     "precision": "none",
     "accumulation": "1",
+    "rules": "0",
 }
 
 
@@ -62,6 +66,7 @@ def main() -> int:
     import tensorflow as tf
 
     from actrec.train.loop import DistributedTrainer, OptimizerSettings, SyncSettings
+    from actrec.train.param_groups import MultiplierRules
 
     tf.config.experimental.enable_op_determinism()
     worker = worker_index(strategy)
@@ -81,19 +86,29 @@ def main() -> int:
         examples = tf.data.Dataset.from_tensor_slices((clips, labels))
         return examples.shard(context.num_input_pipelines, context.input_pipeline_id).batch(5)
 
-    def model_builder(batch_norm: bool):
+    def model_builder(batch_norm: bool, rules: bool):
         def build():
-            layers = [
-                keras.Input((6, 6, 2)),
-                keras.layers.Flatten(),
-                keras.layers.Dense(8, activation="tanh"),
-            ]
+            layers = [keras.Input((6, 6, 2))]
+            if rules:
+                layers.append(keras.layers.Conv2D(4, 3, name="stem"))
+            layers += [keras.layers.Flatten(), keras.layers.Dense(8, activation="tanh")]
             if batch_norm:
                 layers.append(keras.layers.BatchNormalization())
-            layers.append(keras.layers.Dense(3))
+            layers.append(keras.layers.Dense(3, name="classifier"))
             return keras.Sequential(layers)
 
         return build
+
+    def optimizer_settings(settings: dict) -> OptimizerSettings:
+        if settings["rules"] != "1":
+            return OptimizerSettings(name=settings["optimizer"], momentum=0.0)
+        return OptimizerSettings(
+            name=settings["optimizer"],
+            momentum=0.9,
+            weight_decay=0.01,
+            weight_decay_mode="coupled",
+            multipliers=MultiplierRules(bias=2.0, first_conv=5.0, classifier=3.0),
+        )
 
     args.out.mkdir(parents=True, exist_ok=True)
     for scenario in args.scenario:
@@ -101,8 +116,8 @@ def main() -> int:
         name = settings["name"]
         trainer = DistributedTrainer(
             strategy,
-            model_builder(settings["bn"] == "1"),
-            OptimizerSettings(name=settings["optimizer"], momentum=0.0),
+            model_builder(settings["bn"] == "1", settings["rules"] == "1"),
+            optimizer_settings(settings),
             SyncSettings(settings["sync"], int(settings["k"])),
             mixed_precision=settings["precision"],
             seed=7,
@@ -114,6 +129,8 @@ def main() -> int:
                 print(f"worker {worker} crashes on purpose at step {step}", flush=True)
                 return 3
             rate = 0.5 if step < args.steps // 2 else 0.25
+            if settings["rules"] == "1":
+                rate *= 0.1
             values = trainer.train_step(next(batches), rate, int(settings["accumulation"]))
             losses.append(values["loss"])
         np.savez(

@@ -1,0 +1,207 @@
+"""The optimizer of a run: SGD or Adam with weight decay and per-parameter learning rates
+as the TSN / TSM sources apply them.
+
+One update, for every trainable variable w with multipliers (lr_mult, decay_mult) from
+actrec.train.param_groups, from the loss gradient g (already averaged over replicas and
+micro-batches by the loop, unscaled from float16 loss scaling by Keras):
+
+    g <- clip_by_global_norm(g, clip_norm)          over all variables, on the loss gradient
+    g <- g + weight_decay * decay_mult * w          coupled L2 ("coupled")
+    SGD:  m <- momentum * m - lr * lr_mult * g;  w <- w + m        (Keras SGD)
+    Adam: Keras Adam with the rate lr * lr_mult
+
+This is the order of both sources: PyTorch `clip_grad_norm` on the loss gradient, then
+`optimizer.step()`, whose SGD adds weight_decay * w per parameter group (yjxiong/tsn-pytorch
+main.py lines 179-186, 111-114, 274-281; temporal-shift-module main.py lines 254-259);
+Caffe `SGDSolver::ApplyUpdate` clips first, then regularises (local_decay = weight_decay *
+decay_mult) and computes the update with local_rate = rate * lr_mult, history = local_rate *
+diff + momentum * history (yjxiong/caffe src/caffe/solver.cpp lines 637-649, 678-684,
+740-750). Keras SGD's momentum form is Caffe's (the rate inside the momentum); PyTorch keeps
+the rate outside, which gives the same steps while the rate is constant.
+
+"decoupled" keeps Keras' own `weight_decay` instead: every step w -= lr * weight_decay * w
+(at the base rate) on the variables with decay_mult 1, which at momentum 0.9 is about 10x
+weaker than the same number as coupled L2.
+
+The multipliers act where Keras applies one variable's update (`update_step`), so they are
+the same for the all-reduce and the K-step-averaging loop, with gradient accumulation and
+under mixed precision.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+
+from actrec.errors import ConfigError
+from actrec.train.param_groups import MultiplierRules, parameter_groups
+
+OPTIMIZER_NAMES = ("sgd", "adam")
+ADAM_STATES = ("average", "local", "reset")
+WEIGHT_DECAY_MODES = ("coupled", "decoupled")
+
+
+def check_choice(name: str, value: str, choices: tuple[str, ...]) -> None:
+    if value not in choices:
+        raise ConfigError(f"{name}={value!r} is not valid; use one of {', '.join(choices)}")
+
+
+@dataclass(frozen=True)
+class OptimizerSettings:
+    """The optimizer of a run.
+
+    name: "sgd" or "adam".
+    momentum / nesterov: SGD only.
+    weight_decay / weight_decay_mode: "coupled" L2 (Caffe / PyTorch: wd * w joins the
+        gradient, through momentum) or "decoupled" (Keras' `weight_decay`); either way
+        only variables with decay_mult 1 decay (not biases, not BatchNorm parameters).
+    multipliers: learning-rate multipliers of biases, the first convolution and the new
+        classifier (actrec.train.param_groups).
+    clip_norm: clip the global norm of the (averaged) loss gradient to this (TSN / TSM: 20).
+    adam_state: kavg with Adam: the moments are averaged with the parameters ("average"),
+        kept per worker ("local"), or zeroed after each round ("reset", which also
+        restarts Adam's bias correction).
+    """
+
+    name: str = "sgd"
+    momentum: float = 0.9
+    nesterov: bool = False
+    weight_decay: float = 0.0
+    clip_norm: float | None = None
+    adam_state: str = "average"
+    weight_decay_mode: str = "coupled"
+    multipliers: MultiplierRules = field(default_factory=MultiplierRules)
+
+    def __post_init__(self) -> None:
+        check_choice("optimizer", self.name, OPTIMIZER_NAMES)
+        check_choice("adam_state", self.adam_state, ADAM_STATES)
+        check_choice("weight_decay_mode", self.weight_decay_mode, WEIGHT_DECAY_MODES)
+        if not 0.0 <= self.momentum < 1.0:
+            raise ConfigError(f"momentum={self.momentum!r} is not valid; use a value in [0, 1)")
+        if self.weight_decay < 0:
+            raise ConfigError(f"weight_decay={self.weight_decay!r} is not valid; use >= 0")
+        if self.clip_norm is not None and not self.clip_norm > 0:
+            raise ConfigError(f"clip_norm={self.clip_norm!r} is not valid; use a value > 0 or none")
+
+
+def optimizer_settings(train) -> OptimizerSettings:
+    """The OptimizerSettings of a recipe's TrainConfig (actrec.config)."""
+    return OptimizerSettings(
+        name=train.optimizer,
+        momentum=train.momentum,
+        nesterov=train.nesterov,
+        weight_decay=train.weight_decay,
+        clip_norm=train.clip_norm,
+        adam_state=train.adam_state,
+        weight_decay_mode=train.weight_decay_mode,
+        multipliers=MultiplierRules(
+            bias=train.bias_lr_mult,
+            first_conv=train.first_conv_lr_mult,
+            classifier=train.classifier_lr_mult,
+        ),
+    )
+
+
+class VariableRates:
+    """(lr_mult, coupled decay) per variable, looked up by the optimizer's variable key, and
+    the parameter groups they come from.
+
+    A plain object: a dict or list attribute of the optimizer would be wrapped by Keras' and
+    TensorFlow's tracking (and end up in checkpoints)."""
+
+    def __init__(self, rates: dict, groups: list):
+        self._rates = rates
+        self.groups = groups
+
+    def of(self, key) -> tuple[float, float]:
+        try:
+            return self._rates[key]
+        except KeyError:
+            raise ConfigError(
+                "the optimizer was asked to update a variable it was not built for; build "
+                "it with build_optimizer(settings, model) for the model it trains"
+            ) from None
+
+
+@functools.cache
+def _actrec_optimizer_class(base: type) -> type:
+    """`base` (a Keras optimizer class) that (1) takes gradients the loop has all-reduced
+    and (2) applies coupled L2 and learning-rate multipliers per variable.
+
+    (1) Keras' TF optimizer all-reduces (SUM) gradients itself when `apply` runs in a
+    replica context, after clipping; the loop reduces first (so clipping and the loss-scale
+    check see the averaged gradient, and one collective carries the step), so that second
+    reduction is turned off. (2) `update_step(gradient, variable, learning_rate)` is where
+    Keras updates one variable, after its global-norm clipping: the gradient gains
+    weight_decay * decay_mult * w and the rate becomes lr * lr_mult.
+    """
+    for hook in ("_all_reduce_sum_gradients", "update_step", "_var_key"):
+        if not hasattr(base, hook):
+            raise ConfigError(
+                f"this Keras version's {base.__name__} has no {hook}; actrec's loop needs "
+                "Keras 3 with the TensorFlow backend (tested with Keras 3.15)"
+            )
+
+    def _all_reduce_sum_gradients(self, grads_and_vars):
+        return list(grads_and_vars)
+
+    def update_step(self, gradient, variable, learning_rate):
+        from keras import ops
+
+        lr_mult, decay = self.actrec_rates.of(self._var_key(variable))
+        if decay:
+            gradient = ops.add(
+                ops.cast(gradient, variable.dtype),
+                ops.multiply(ops.cast(decay, variable.dtype), variable),
+            )
+        if lr_mult != 1.0:
+            learning_rate = ops.multiply(learning_rate, lr_mult)
+        return base.update_step(self, gradient, variable, learning_rate)
+
+    return type(
+        base.__name__,
+        (base,),
+        {
+            "_all_reduce_sum_gradients": _all_reduce_sum_gradients,
+            "update_step": update_step,
+            "__doc__": f"{base.__name__} over all-reduced gradients, with per-variable rates.",
+        },
+    )
+
+
+def build_optimizer(settings: OptimizerSettings, model, mixed_precision: str = "none"):
+    """A built Keras optimizer for `model`'s trainable variables (a LossScaleOptimizer
+    around it under float16); `actrec_rates.groups` of the Keras optimizer lists the
+    parameter groups."""
+    import keras
+
+    groups = parameter_groups(model, settings.multipliers)
+    decoupled = settings.weight_decay_mode == "decoupled" and settings.weight_decay > 0
+    arguments = {
+        "learning_rate": 0.0,  # set before every step
+        "weight_decay": settings.weight_decay if decoupled else None,
+        "global_clipnorm": settings.clip_norm,
+    }
+    if settings.name == "sgd":
+        base = keras.optimizers.SGD
+        arguments.update(momentum=settings.momentum, nesterov=settings.nesterov)
+    else:
+        base = keras.optimizers.Adam
+    optimizer = _actrec_optimizer_class(base)(**arguments)
+    if decoupled:
+        optimizer.exclude_from_weight_decay(
+            var_list=[v for group in groups if not group.decay_mult for v in group.variables]
+        )
+    coupled = 0.0 if decoupled else settings.weight_decay
+    optimizer.actrec_rates = VariableRates(
+        {
+            optimizer._var_key(variable): (group.lr_mult, coupled * group.decay_mult)
+            for group in groups
+            for variable in group.variables
+        },
+        groups,
+    )
+    if mixed_precision == "float16":
+        optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
+    optimizer.build(model.trainable_variables)
+    return optimizer

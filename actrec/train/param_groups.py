@@ -1,0 +1,199 @@
+"""Per-parameter learning-rate and weight-decay multipliers, assigned by rule.
+
+The official TSN and TSM code give every parameter a learning-rate multiplier (lr_mult)
+and a weight-decay multiplier (decay_mult):
+
+    group               lr_mult                      decay_mult
+    first_conv_weight   first_conv (flow: 5)         1
+    first_conv_bias     first_conv * bias (flow: 10) 0
+    normal_weight       1                            1
+    normal_bias         bias (2)                     0
+    batch_norm          1                            0   (gamma, beta of trainable BN layers)
+    classifier_weight   classifier (TSM: 5)          1
+    classifier_bias     classifier * bias (TSM: 10)  0
+
+Sources: yjxiong/tsn-pytorch models.py `get_optim_policies` (lines 139-188: first conv
+x5 / bias x10 for flow, biases x2, BN and biases without decay); mit-han-lab/
+temporal-shift-module ops/models.py lines 193-261 (the same, plus `fc_lr5`: the new
+classifier x5, its bias x10); the TSN Caffe prototxts (models/ucf101/
+tsn_bn_inception_flow_train_val.prototxt line 53: conv1 lr_mult 5 / 10, every BN
+`decay_mult: 0`, every bias lr_mult 2 decay_mult 0). The products (first conv bias,
+classifier bias) reproduce the sources' 10 from 5 x 2.
+
+Rules, applied to the model's trainable variables (frozen BatchNorm layers of partial BN
+have none, as in the sources where they are left out of the optimizer):
+- the first convolution is the first convolution layer in the model's layer order (the
+  backbone's stem: ResNet `conv1_conv`, MobileNetV2 `Conv1`);
+- the classifier is the Dense layer named `classifier` (actrec.models.segment_model);
+- a bias is the `bias` of a convolution or Dense layer;
+- BatchNorm parameters are the `gamma` / `beta` of a BatchNormalization layer;
+- any other trainable variable of rank <= 1 takes no decay (like a bias, lr_mult 1).
+
+This module imports Keras only inside `parameter_groups`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from actrec.errors import ConfigError
+
+CLASSIFIER_LAYER = "classifier"
+GROUP_NAMES = (
+    "first_conv_weight",
+    "first_conv_bias",
+    "normal_weight",
+    "normal_bias",
+    "batch_norm",
+    "classifier_weight",
+    "classifier_bias",
+    "other_vector",
+)
+
+
+@dataclass(frozen=True)
+class MultiplierRules:
+    """The learning-rate multipliers of a recipe (train.*_lr_mult); 1 means none."""
+
+    bias: float = 1.0
+    first_conv: float = 1.0
+    classifier: float = 1.0
+
+    def __post_init__(self) -> None:
+        for name in ("bias", "first_conv", "classifier"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+                raise ConfigError(
+                    f"{name}_lr_mult={value!r} is not valid; use a multiplier > 0 (1 for none)"
+                )
+
+    def multipliers(self, group: str) -> tuple[float, float]:
+        """(lr_mult, decay_mult) of a group in GROUP_NAMES."""
+        table = {
+            "first_conv_weight": (self.first_conv, 1.0),
+            "first_conv_bias": (self.first_conv * self.bias, 0.0),
+            "normal_weight": (1.0, 1.0),
+            "normal_bias": (self.bias, 0.0),
+            "batch_norm": (1.0, 0.0),
+            "classifier_weight": (self.classifier, 1.0),
+            "classifier_bias": (self.classifier * self.bias, 0.0),
+            "other_vector": (1.0, 0.0),
+        }
+        return table[group]
+
+
+@dataclass(frozen=True)
+class ParameterGroup:
+    """Trainable variables that share a learning-rate and a weight-decay multiplier."""
+
+    name: str
+    lr_mult: float
+    decay_mult: float
+    variables: tuple
+
+    @property
+    def paths(self) -> tuple[str, ...]:
+        return tuple(variable.path for variable in self.variables)
+
+
+def _leaf_layers(model) -> list:
+    """Every layer of `model` that is not itself a model, in layer order (nested models
+    expanded where they appear)."""
+    import keras
+
+    found = []
+    for layer in model.layers:
+        if isinstance(layer, keras.Model):
+            found.extend(_leaf_layers(layer))
+        else:
+            found.append(layer)
+    return found
+
+
+def _is_convolution(layer) -> bool:
+    import keras
+
+    kinds = (
+        keras.layers.Conv1D,
+        keras.layers.Conv2D,
+        keras.layers.Conv3D,
+        keras.layers.DepthwiseConv1D,
+        keras.layers.DepthwiseConv2D,
+        keras.layers.SeparableConv1D,
+        keras.layers.SeparableConv2D,
+    )
+    return isinstance(layer, kinds)
+
+
+def _layer_roles(layer, is_first_conv: bool) -> dict[int, str]:
+    """id(variable) -> group name for the trainable variables a layer owns."""
+    import keras
+
+    roles = {}
+    if isinstance(layer, keras.layers.BatchNormalization):
+        for variable in layer.trainable_weights:
+            roles[id(variable)] = "batch_norm"
+        return roles
+    is_classifier = isinstance(layer, keras.layers.Dense) and layer.name == CLASSIFIER_LAYER
+    if is_first_conv:
+        prefix = "first_conv"
+    elif is_classifier:
+        prefix = "classifier"
+    else:
+        prefix = "normal"
+    if _is_convolution(layer) or isinstance(layer, keras.layers.Dense):
+        bias = getattr(layer, "bias", None)
+        for variable in layer.trainable_weights:
+            suffix = "bias" if bias is not None and variable is bias else "weight"
+            roles[id(variable)] = f"{prefix}_{suffix}"
+    return roles
+
+
+def parameter_groups(model, rules: MultiplierRules | None = None) -> list[ParameterGroup]:
+    """The groups (in GROUP_NAMES order, empty ones left out) of `model`'s trainable
+    variables; every trainable variable is in exactly one group.
+
+    ConfigError when a multiplier other than 1 names a layer the model does not have (a
+    first-conv multiplier without any convolution, a classifier multiplier without a
+    Dense layer named `classifier`)."""
+    rules = rules or MultiplierRules()
+    layers = _leaf_layers(model)
+    first_conv = next((layer for layer in layers if _is_convolution(layer)), None)
+    roles: dict[int, str] = {}
+    for layer in layers:
+        roles.update(_layer_roles(layer, layer is first_conv))
+    trainable = model.trainable_variables
+    by_group: dict[str, list] = {name: [] for name in GROUP_NAMES}
+    for variable in trainable:
+        group = roles.get(id(variable))
+        if group is None:
+            group = "other_vector" if len(variable.shape) <= 1 else "normal_weight"
+        by_group[group].append(variable)
+    if rules.first_conv != 1 and first_conv is None:
+        raise ConfigError(
+            f"first_conv_lr_mult={rules.first_conv:g} but model {model.name!r} has no "
+            "convolution layer; use 1"
+        )
+    if rules.classifier != 1 and not (by_group["classifier_weight"] or by_group["classifier_bias"]):
+        raise ConfigError(
+            f"classifier_lr_mult={rules.classifier:g} but model {model.name!r} has no "
+            f"trainable Dense layer named {CLASSIFIER_LAYER!r}; use 1"
+        )
+    return [
+        ParameterGroup(name, *rules.multipliers(name), tuple(variables))
+        for name, variables in by_group.items()
+        if variables
+    ]
+
+
+def group_summary(groups: list[ParameterGroup]) -> list[dict]:
+    """One JSON-ready row per group: name, lr_mult, decay_mult, variables (count)."""
+    return [
+        {
+            "name": group.name,
+            "lr_mult": group.lr_mult,
+            "decay_mult": group.decay_mult,
+            "variables": len(group.variables),
+        }
+        for group in groups
+    ]

@@ -1,0 +1,92 @@
+"""Fidelity tables (actrec/recipes/sources/*.yaml): every built-in recipe, every field, its
+value and its source; a recipe cannot drift from its table silently."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+import pytest
+
+from actrec.config import builtin_recipe_names, load_recipe
+from actrec.errors import ConfigError
+from actrec.recipe_sources import recipe_fields, source_table, table_problems
+
+PUBLISHED = ("tsn-rgb-ucf101", "tsn-flow-ucf101", "tsn-rgb-hmdb51", "tsn-flow-hmdb51")
+
+
+@pytest.mark.parametrize("name", builtin_recipe_names())
+def test_every_field_of_every_builtin_recipe_has_its_row_and_the_recipes_value(name):
+    assert table_problems(name) == []
+    table = source_table(name)
+    assert {row.field for row in table.rows} == set(recipe_fields(load_recipe(name)))
+
+
+def test_a_recipe_that_drifts_from_its_table_is_reported(monkeypatch):
+    import actrec.recipe_sources as sources
+
+    drifted = load_recipe("tsn-flow-ucf101")
+    drifted = dataclasses.replace(
+        drifted, train=dataclasses.replace(drifted.train, lr=0.002, first_conv_lr_mult=1.0)
+    )
+    monkeypatch.setattr(sources, "load_recipe", lambda name: drifted)
+    problems = table_problems("tsn-flow-ucf101")
+    assert "train.lr: the recipe has 0.002, the table 0.005" in problems
+    assert "train.first_conv_lr_mult: the recipe has 1.0, the table 5.0" in problems
+    assert len(problems) == 2
+
+
+@pytest.mark.parametrize("name", [*PUBLISHED, "tsm-kinetics400"])
+def test_published_recipes_cite_a_file_and_line_for_every_optimisation_field(name):
+    table = source_table(name)
+    citation = re.compile(r"\w+ [\w./-]+:\d+")  # "tsn S:16", "tsm main.py:76-79"
+    for field in (
+        "train.lr",
+        "train.batch_size",
+        "train.momentum",
+        "train.weight_decay",
+        "train.weight_decay_mode",
+        "train.bias_lr_mult",
+        "train.first_conv_lr_mult",
+        "train.classifier_lr_mult",
+        "train.clip_norm",
+        "train.decay_epochs",
+        "data.scales",
+        "data.more_fix_crop",
+        "model.dropout",
+    ):
+        row = table.row(field)
+        assert row.kind in ("source", "deviation"), field
+        assert citation.search(row.source), (field, row.source)
+
+
+def test_deviations_are_marked_as_such():
+    table = source_table("tsn-rgb-ucf101")
+    assert table.row("model.backbone").kind == "deviation"
+    assert "BN-Inception" in table.row("model.backbone").source
+    assert table.row("train.clip_norm").kind == "source"  # 40, the Caffe RGB solver's
+    assert table.row("runtime.seed").kind == "actrec"
+
+
+def test_sources_cli_prints_every_field_with_its_source_in_110_columns(cli_runner):
+    result = cli_runner("recipes", "--show", "tsn-flow-ucf101", "--sources")
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert max(len(line) for line in lines) <= 110
+    for field in recipe_fields(load_recipe("tsn-flow-ucf101")):
+        assert any(line.startswith(f"│ {field} ") for line in lines), field
+    row = next(line for line in lines if line.startswith("│ train.first_conv_lr_mult "))
+    assert "│ 5 " in row and "U:53" in row
+    assert any(line.startswith("│ model.backbone ") and "≠" in line for line in lines)
+    assert "yjxiong/temporal-segment-networks@2c5e5e7" in result.output
+
+
+def test_sources_need_a_builtin_recipe(cli_runner, tmp_path):
+    result = cli_runner("recipes", "--sources")
+    assert result.exit_code == 1 and "--show NAME --sources" in result.output
+    path = tmp_path / "mine.yaml"
+    path.write_text("name: mine\n")
+    result = cli_runner("recipes", "--show", path, "--sources")
+    assert result.exit_code == 1 and "not a built-in recipe" in result.output
+    with pytest.raises(ConfigError, match="no source table"):
+        source_table("no-such-recipe")
