@@ -3,8 +3,10 @@ command is the quickstart, and the fast ones run as written on the synthetic set
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
+from pathlib import Path
 
 import click
 import pytest
@@ -107,11 +109,25 @@ def test_the_fast_readme_commands_run_as_written(
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).symlink_to(target)
     monkeypatch.chdir(tmp_path)
-    ran = []
+    ran, shown = [], {}
     for words in readme_actrec_commands():
         if not _is_fast(words):
             continue
         result = cli_runner(*words[1:])
         assert result.exit_code == 0, f"{' '.join(words)}:\n{result.output}"
         ran.append(words[1])
+        if words[1] == "predict":
+            shown.update(_readme_predictions(cli_runner, words))
     assert {"recipes", "inspect", "eval", "export", "predict"} <= set(ran), ran
+    # Every prediction the README shows is right: the video's class is its folder's name.
+    assert len(shown) >= 4
+    assert {video: Path(video).parent.name for video in shown} == shown
+
+
+def _readme_predictions(cli_runner, words: list[str]) -> dict[str, str]:
+    """{video: predicted class} of a README `actrec predict` command (run with --json)."""
+    arguments = words[1:] if "--json" in words else [*words[1:], "--json"]
+    result = cli_runner(*arguments)
+    assert result.exit_code == 0, result.output
+    predictions = json.loads(result.stdout)
+    return {item["video"]: item["top_k"][0]["class"] for item in predictions}
