@@ -500,20 +500,20 @@ def test_backbone_choices_are_the_model_registry():
 
 def test_components_take_their_choices_from_the_recipe_literals():
     """Each component's tuple of allowed values is the config's tuple, not a copy."""
-    from actrec.config import recipe
+    from actrec.config import choices
     from actrec.data import clip_spec as clip_spec_module
     from actrec.data import sampling
     from actrec.train import loop, optimizer, strategy
 
-    assert clip_spec_module.MODALITIES is recipe.MODALITIES
-    assert sampling.SAMPLINGS is recipe.SAMPLINGS
-    assert loop.SYNC_MODES is recipe.SYNCS and loop.MIXED_PRECISIONS is recipe.MIXED_PRECISIONS
-    assert optimizer.OPTIMIZER_NAMES is recipe.OPTIMIZERS
-    assert optimizer.ADAM_STATES is recipe.ADAM_STATES
-    assert optimizer.WEIGHT_DECAY_MODES is recipe.WEIGHT_DECAY_MODES
-    assert strategy.STRATEGY_KINDS is recipe.STRATEGIES
-    assert strategy.COMMUNICATIONS is recipe.COMMUNICATIONS
-    assert recipe.MODALITIES == ("rgb", "flow") and recipe.SYNCS == ("allreduce", "kavg")
+    assert clip_spec_module.MODALITIES is choices.MODALITIES
+    assert sampling.SAMPLINGS is choices.SAMPLINGS
+    assert loop.SYNC_MODES is choices.SYNCS and loop.MIXED_PRECISIONS is choices.MIXED_PRECISIONS
+    assert optimizer.OPTIMIZER_NAMES is choices.OPTIMIZERS
+    assert optimizer.ADAM_STATES is choices.ADAM_STATES
+    assert optimizer.WEIGHT_DECAY_MODES is choices.WEIGHT_DECAY_MODES
+    assert strategy.STRATEGY_KINDS is choices.STRATEGIES
+    assert strategy.COMMUNICATIONS is choices.COMMUNICATIONS
+    assert choices.MODALITIES == ("rgb", "flow") and choices.SYNCS == ("allreduce", "kavg")
 
 
 def test_config_imports_neither_data_nor_models():

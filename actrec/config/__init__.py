@@ -1,11 +1,13 @@
 """Recipes: what to train and how, as frozen dataclasses that round-trip through YAML.
 
-    recipe.py    the dataclasses (DataConfig, ModelConfig, TrainConfig, RuntimeConfig,
-                 Recipe) and the Literal alias of each choice: the one list of its values
-    coerce.py    values read from YAML / `--set` made into a field's type
-    files.py     the dictionary and YAML forms, built-in recipes, `load_recipe`
-    overrides.py `apply_overrides` ("section.key=value")
-    validate.py  `validate_recipe`: values and their combinations
+    choices.py        the Literal alias of each choice: the one list of its allowed values
+    recipe.py         the dataclasses (DataConfig, ModelConfig, TrainConfig, RuntimeConfig,
+                      Recipe), each choice field typed with its alias
+    coerce.py         values read from YAML / `--set` made into a field's type
+    files.py          the dictionary and YAML forms, built-in recipes, `load_recipe`
+    overrides.py      `apply_overrides` ("section.key=value")
+    validate.py       `validate_recipe`: values and their combinations (checks.py: the
+                      checks; validate_train.py: the train section's)
 
 The order a command follows:
 
@@ -15,6 +17,24 @@ This package imports neither TensorFlow, Keras, OpenCV nor actrec.data / actrec.
 (which import their choices from here).
 """
 
+from actrec.config.choices import (
+    ADAM_STATES,
+    ARCHITECTURES,
+    BACKBONE_NAMES,
+    COMMUNICATIONS,
+    DECAYS,
+    LR_COUPLINGS,
+    MIXED_PRECISIONS,
+    MODALITIES,
+    NAMED_WEIGHTS,
+    OPTIMIZERS,
+    SAMPLINGS,
+    SHIFT_PLACEMENTS,
+    SHIFTABLE_BACKBONES,
+    STRATEGIES,
+    SYNCS,
+    WEIGHT_DECAY_MODES,
+)
 from actrec.config.files import (
     RECIPE_SUFFIXES,
     RECIPES_PACKAGE_FOLDER,
@@ -28,31 +48,15 @@ from actrec.config.files import (
 )
 from actrec.config.overrides import apply_overrides
 from actrec.config.recipe import (
-    ADAM_STATES,
-    ARCHITECTURES,
     AUTO,
-    BACKBONE_NAMES,
-    COMMUNICATIONS,
-    DECAYS,
-    LR_COUPLINGS,
     LR_MULT_KEYS,
     MAX_VALIDATION_HOLDOUT,
-    MIXED_PRECISIONS,
-    MODALITIES,
-    NAMED_WEIGHTS,
-    OPTIMIZERS,
-    SAMPLINGS,
     SECTION_TYPES,
     SECTIONS,
-    SHIFT_PLACEMENTS,
-    SHIFTABLE_BACKBONES,
-    STRATEGIES,
-    SYNCS,
     TEST_SPLIT,
     TEXT_KEYS,
     VALIDATION_SPLIT_AUTO,
     VALIDATION_SPLIT_NONE,
-    WEIGHT_DECAY_MODES,
     DataConfig,
     ModelConfig,
     Recipe,

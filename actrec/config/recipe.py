@@ -1,4 +1,4 @@
-"""The recipe's schema: frozen dataclasses, one per section, and the allowed values of choices.
+"""The recipe's schema: frozen dataclasses, one per section, that round-trip through YAML.
 
     Recipe = name, description, reference
              + DataConfig    (clips: modality, segments, crop, sampling, splits)
@@ -6,70 +6,33 @@
              + TrainConfig   (batch schedule, learning rate and its coupling, optimizer, sync)
              + RuntimeConfig (seed, distribution strategy, checkpoints, logging)
 
-Each choice field is typed with a `Literal` alias below: THE list of its allowed values.
-Code that needs them as a tuple imports the tuple (`MODALITIES = get_args(Modality)`) from
-here; `validate_recipe` (actrec.config.validate) checks values against the same aliases.
-
-This module imports neither TensorFlow, Keras, OpenCV nor another actrec package.
+Each choice field is typed with its `Literal` alias from actrec.config.choices (the one list
+of its allowed values). This module imports neither TensorFlow, Keras, OpenCV nor
+actrec.data / actrec.models.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from typing import Literal, get_args
+from typing import Literal
 
-Modality = Literal["rgb", "flow"]
-Sampling = Literal["tsn", "dense"]
-Architecture = Literal["tsn", "tsm"]
-Backbone = Literal[
-    "resnet50",
-    "resnet101",
-    "resnet152",
-    "inception_v3",
-    "mobilenet_v2",
-    "mobilenet_v3_small",
-    "mobilenet_v3_large",
-    "efficientnet_b0",
-    "efficientnet_b1",
-    "efficientnet_b2",
-    "efficientnet_b3",
-    "efficientnetv2_b0",
-    "efficientnetv2_b1",
-    "efficientnetv2_b2",
-    "efficientnetv2_b3",
-    "efficientnetv2_s",
-    "densenet121",
-]
-"""The backbones actrec.models.backbones registers (one registry entry per name, in order)."""
-ShiftPlacement = Literal["blockres", "block"]
-LrCoupling = Literal["constant", "linear", "sqrt"]
-Decay = Literal["step", "cosine", "none"]
-Optimizer = Literal["sgd", "adam"]
-Sync = Literal["allreduce", "kavg"]
-AdamState = Literal["average", "local", "reset"]
-WeightDecayMode = Literal["coupled", "decoupled"]
-MixedPrecision = Literal["none", "float16", "bfloat16"]
-Strategy = Literal["auto", "one-device", "mirrored", "multi-worker"]
-Communication = Literal["auto", "ring", "nccl"]
+from actrec.config.choices import (
+    AdamState,
+    Architecture,
+    Backbone,
+    Communication,
+    Decay,
+    LrCoupling,
+    MixedPrecision,
+    Modality,
+    Optimizer,
+    Sampling,
+    ShiftPlacement,
+    Strategy,
+    Sync,
+    WeightDecayMode,
+)
 
-MODALITIES: tuple[str, ...] = get_args(Modality)
-SAMPLINGS: tuple[str, ...] = get_args(Sampling)
-ARCHITECTURES: tuple[str, ...] = get_args(Architecture)
-BACKBONE_NAMES: tuple[str, ...] = get_args(Backbone)
-SHIFTABLE_BACKBONES = ("resnet50", "resnet101", "resnet152", "mobilenet_v2")
-"""Backbones TSM can insert temporal shifts into (those with a registry shift_family)."""
-SHIFT_PLACEMENTS: tuple[str, ...] = get_args(ShiftPlacement)
-LR_COUPLINGS: tuple[str, ...] = get_args(LrCoupling)
-DECAYS: tuple[str, ...] = get_args(Decay)
-OPTIMIZERS: tuple[str, ...] = get_args(Optimizer)
-SYNCS: tuple[str, ...] = get_args(Sync)
-ADAM_STATES: tuple[str, ...] = get_args(AdamState)
-WEIGHT_DECAY_MODES: tuple[str, ...] = get_args(WeightDecayMode)
-MIXED_PRECISIONS: tuple[str, ...] = get_args(MixedPrecision)
-STRATEGIES: tuple[str, ...] = get_args(Strategy)
-COMMUNICATIONS: tuple[str, ...] = get_args(Communication)
-
-NAMED_WEIGHTS = ("imagenet", "none")
 LR_MULT_KEYS = ("bias_lr_mult", "first_conv_lr_mult", "classifier_lr_mult")
 VALIDATION_SPLIT_AUTO = "auto"
 VALIDATION_SPLIT_NONE = "none"

@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from actrec.config.recipe import MODALITIES, Recipe
+from actrec.config.choices import MODALITIES
+from actrec.config.recipe import Recipe
 from actrec.data import augment, sampling
 from actrec.data.manifest import read_manifest
 from actrec.errors import ConfigError, DatasetError

@@ -14,7 +14,7 @@ pass num_frames = T - 1 so that every stacked flow index stays <= T - 2.
 
 from __future__ import annotations
 
-from actrec.config.recipe import SAMPLINGS
+from actrec.config.choices import SAMPLINGS
 from actrec.errors import ConfigError
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import keras
 from keras import ops
 
-from actrec.config.recipe import MODALITIES
+from actrec.config.choices import MODALITIES
 from actrec.errors import ConfigError
 from actrec.models.backbones import PREPROCESSING_MODES
 

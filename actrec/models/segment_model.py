@@ -21,7 +21,7 @@ from pathlib import Path
 import keras
 from keras import ops
 
-from actrec.config.recipe import ARCHITECTURES
+from actrec.config.choices import ARCHITECTURES
 from actrec.errors import ConfigError
 from actrec.models.backbones import backbone_spec, build_backbone
 from actrec.models.preprocessing import MODALITIES, FramePreprocessing

@@ -36,8 +36,8 @@ import numbers
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from actrec.config.recipe import MIXED_PRECISIONS
-from actrec.config.recipe import SYNCS as SYNC_MODES
+from actrec.config.choices import MIXED_PRECISIONS
+from actrec.config.choices import SYNCS as SYNC_MODES
 from actrec.errors import ConfigError
 from actrec.train.optimizer import (
     OptimizerSettings,

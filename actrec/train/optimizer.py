@@ -33,8 +33,8 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass, field
 
-from actrec.config.recipe import ADAM_STATES, WEIGHT_DECAY_MODES
-from actrec.config.recipe import OPTIMIZERS as OPTIMIZER_NAMES
+from actrec.config.choices import ADAM_STATES, WEIGHT_DECAY_MODES
+from actrec.config.choices import OPTIMIZERS as OPTIMIZER_NAMES
 from actrec.errors import ConfigError
 from actrec.train.param_groups import MultiplierRules, parameter_groups
 

@@ -25,8 +25,8 @@ import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from actrec.config.recipe import COMMUNICATIONS
-from actrec.config.recipe import STRATEGIES as STRATEGY_KINDS
+from actrec.config.choices import COMMUNICATIONS
+from actrec.config.choices import STRATEGIES as STRATEGY_KINDS
 from actrec.errors import ConfigError
 
 TF_CONFIG_EXAMPLE = (
