@@ -100,7 +100,7 @@ def measured(data: Path, run: Path, steps: int, resume: bool) -> float:
 
 def replay_seconds(data: Path, steps: int) -> float:
     """Wall seconds to draw `steps` training batches from the pipeline (the old resume)."""
-    from actrec.config import clip_spec
+    from actrec.data.clip_spec import clip_spec
     from actrec.data.pipeline import build_dataset
 
     spec = clip_spec(recipe(steps), training=True)

@@ -17,7 +17,6 @@ from actrec.config import (
     TrainConfig,
     apply_overrides,
     builtin_recipe_names,
-    clip_spec,
     dump_recipe,
     load_recipe,
     recipe_to_dict,
@@ -25,6 +24,7 @@ from actrec.config import (
     resolved_partial_bn,
     validate_recipe,
 )
+from actrec.data.clip_spec import clip_spec
 from actrec.errors import ConfigError
 
 EXPECTED_RECIPES = {
@@ -482,3 +482,51 @@ def test_clip_spec_follows_the_recipe():
     )
     spec = clip_spec(dense, training=True)
     assert (spec.sampling, spec.frame_interval, spec.num_segments) == ("dense", 4, 8)
+
+
+# --- one list of allowed values -------------------------------------------------------------
+
+
+def test_backbone_choices_are_the_model_registry():
+    """The config's backbone Literal (config imports no models) names the registry's entries,
+    in its order, and TSM's backbones are those with a shift family."""
+    from actrec.config import BACKBONE_NAMES, SHIFTABLE_BACKBONES
+    from actrec.models.backbones import BACKBONES
+
+    assert tuple(BACKBONES) == BACKBONE_NAMES
+    shiftable = tuple(name for name, spec in BACKBONES.items() if spec.shift_family is not None)
+    assert shiftable == SHIFTABLE_BACKBONES
+
+
+def test_components_take_their_choices_from_the_recipe_literals():
+    """Each component's tuple of allowed values is the config's tuple, not a copy."""
+    from actrec.config import choices
+    from actrec.data import clip_spec as clip_spec_module
+    from actrec.data import sampling
+    from actrec.train import loop, optimizer, strategy
+
+    assert clip_spec_module.MODALITIES is choices.MODALITIES
+    assert sampling.SAMPLINGS is choices.SAMPLINGS
+    assert loop.SYNC_MODES is choices.SYNCS and loop.MIXED_PRECISIONS is choices.MIXED_PRECISIONS
+    assert optimizer.OPTIMIZER_NAMES is choices.OPTIMIZERS
+    assert optimizer.ADAM_STATES is choices.ADAM_STATES
+    assert optimizer.WEIGHT_DECAY_MODES is choices.WEIGHT_DECAY_MODES
+    assert strategy.STRATEGY_KINDS is choices.STRATEGIES
+    assert strategy.COMMUNICATIONS is choices.COMMUNICATIONS
+    assert choices.MODALITIES == ("rgb", "flow") and choices.SYNCS == ("allreduce", "kavg")
+
+
+def test_config_imports_neither_data_nor_models():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, actrec.config\n"
+        "from actrec.config import load_recipe, validate_recipe\n"
+        "validate_recipe(load_recipe('tsm-kinetics400'))\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('actrec.data', 'actrec.models'))))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.strip() == "[]"

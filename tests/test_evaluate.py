@@ -12,7 +12,8 @@ import pytest
 import tensorflow as tf
 from conftest import folder_digests
 
-from actrec.config import apply_overrides, clip_spec, load_recipe
+from actrec.config import apply_overrides, load_recipe
+from actrec.data.clip_spec import clip_spec
 from actrec.data.pipeline import build_dataset
 from actrec.data.views import ViewSpec, build_view_dataset, crops_of_clip
 from actrec.errors import ConfigError

@@ -13,8 +13,8 @@ import pytest
 import yaml
 from conftest import cli_output_with_heavy_modules, folder_digests
 
-from actrec.config import clip_spec
 from actrec.data import records
+from actrec.data.clip_spec import clip_spec
 from actrec.data.pipeline import build_dataset
 from actrec.data.synthetic import SYNTHETIC_CLASSES as SYNTHETIC_CLASS_NAMES
 from actrec.errors import ConfigError

@@ -5,11 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from actrec.config.choices import MODALITIES
+from actrec.config.recipe import Recipe
 from actrec.data import augment, sampling
 from actrec.data.manifest import read_manifest
 from actrec.errors import ConfigError, DatasetError
-
-MODALITIES = ("rgb", "flow")
 
 
 @dataclass(frozen=True)
@@ -96,6 +96,25 @@ class ClipSpec:
         if self.scale_size is not None:
             return self.scale_size
         return augment.default_scale_size(self.crop_size)
+
+
+def clip_spec(recipe: Recipe, training: bool) -> ClipSpec:
+    """The input pipeline's ClipSpec of a recipe: normalisation "none" (the models normalise
+    inside the graph); flip only in training."""
+    data = recipe.data
+    return ClipSpec(
+        modality=data.modality,
+        num_segments=data.num_segments,
+        new_length=data.new_length,
+        crop_size=data.crop_size,
+        sampling=data.sampling,
+        frame_interval=data.frame_interval,
+        scale_size=data.scale_size,
+        normalization="none",
+        flip=data.flip and training,
+        scales=tuple(data.scales),
+        more_fixed_crops=data.more_fix_crop,
+    )
 
 
 @dataclass(frozen=True)

@@ -14,9 +14,8 @@ pass num_frames = T - 1 so that every stacked flow index stays <= T - 2.
 
 from __future__ import annotations
 
+from actrec.config.choices import SAMPLINGS
 from actrec.errors import ConfigError
-
-SAMPLINGS = ("tsn", "dense")
 
 
 def _tf():

@@ -111,7 +111,7 @@ def evaluate_run(
     average: what is averaged over a video's views, "logits" (the official TSN / TSM
         evaluation) or "softmax" (actrec.evaluation.scores).
     """
-    from actrec.config import clip_spec
+    from actrec.data.clip_spec import clip_spec
     from actrec.data.integrity import check_shard_sizes
     from actrec.data.pipeline import dataset_info
     from actrec.data.views import ViewSpec, build_view_dataset

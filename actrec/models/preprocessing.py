@@ -12,10 +12,9 @@ from __future__ import annotations
 import keras
 from keras import ops
 
+from actrec.config.choices import MODALITIES
 from actrec.errors import ConfigError
 from actrec.models.backbones import PREPROCESSING_MODES
-
-MODALITIES = ("rgb", "flow")
 
 IMAGENET_MEAN_BGR_CAFFE = (103.939, 116.779, 123.68)
 IMAGENET_MEAN_RGB = (0.485, 0.456, 0.406)

@@ -21,12 +21,12 @@ from pathlib import Path
 import keras
 from keras import ops
 
+from actrec.config.choices import ARCHITECTURES
 from actrec.errors import ConfigError
 from actrec.models.backbones import backbone_spec, build_backbone
 from actrec.models.preprocessing import MODALITIES, FramePreprocessing
 from actrec.models.temporal_shift import DEFAULT_FOLD_FRACTION, insert_temporal_shift
 
-ARCHITECTURES = ("tsn", "tsm")
 DEFAULT_FLOW_LENGTH = 5
 CLASSIFIER_INIT_STDDEV = 0.001  # TSN's initialisation of the new classifier
 

@@ -36,6 +36,8 @@ import numbers
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from actrec.config.choices import MIXED_PRECISIONS
+from actrec.config.choices import SYNCS as SYNC_MODES
 from actrec.errors import ConfigError
 from actrec.train.optimizer import (
     OptimizerSettings,
@@ -43,8 +45,6 @@ from actrec.train.optimizer import (
     check_choice,
 )
 
-SYNC_MODES = ("allreduce", "kavg")
-MIXED_PRECISIONS = ("none", "float16", "bfloat16")
 KERAS_POLICIES = {"none": None, "float16": "mixed_float16", "bfloat16": "mixed_bfloat16"}
 # Positions in the statistics vector [3] each step / evaluation batch yields.
 LOSS_SUM, CORRECT, EXAMPLES = 0, 1, 2

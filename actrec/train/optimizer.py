@@ -33,12 +33,10 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass, field
 
+from actrec.config.choices import ADAM_STATES, WEIGHT_DECAY_MODES
+from actrec.config.choices import OPTIMIZERS as OPTIMIZER_NAMES
 from actrec.errors import ConfigError
 from actrec.train.param_groups import MultiplierRules, parameter_groups
-
-OPTIMIZER_NAMES = ("sgd", "adam")
-ADAM_STATES = ("average", "local", "reset")
-WEIGHT_DECAY_MODES = ("coupled", "decoupled")
 
 
 def check_choice(name: str, value: str, choices: tuple[str, ...]) -> None:

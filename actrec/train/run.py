@@ -340,7 +340,8 @@ def train(
     import keras
     import tensorflow as tf
 
-    from actrec.config import clip_spec, dump_recipe, load_recipe, validate_recipe
+    from actrec.config import dump_recipe, load_recipe, validate_recipe
+    from actrec.data.clip_spec import clip_spec
     from actrec.data.integrity import check_shard_sizes, data_loss_error
     from actrec.data.manifest import read_manifest
     from actrec.data.pipeline import batch_finisher, build_dataset, check_clip_spec, dataset_info

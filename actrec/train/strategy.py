@@ -25,10 +25,10 @@ import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from actrec.config.choices import COMMUNICATIONS
+from actrec.config.choices import STRATEGIES as STRATEGY_KINDS
 from actrec.errors import ConfigError
 
-STRATEGY_KINDS = ("auto", "one-device", "mirrored", "multi-worker")
-COMMUNICATIONS = ("auto", "ring", "nccl")
 TF_CONFIG_EXAMPLE = (
     '{"cluster": {"worker": ["host1:12345", "host2:12345"]}, '
     '"task": {"type": "worker", "index": 0}}'

@@ -1,0 +1,65 @@
+"""The allowed values of every choice in a recipe: one `Literal` alias per choice.
+
+Each alias types its field in actrec.config.recipe and is THE list of its values; the tuple
+beside it (`MODALITIES = get_args(Modality)`) is what code that checks or lists the values
+imports (actrec.data, actrec.models, actrec.train), and what `validate_recipe` checks with.
+
+This module imports nothing from actrec.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, get_args
+
+Modality = Literal["rgb", "flow"]
+Sampling = Literal["tsn", "dense"]
+Architecture = Literal["tsn", "tsm"]
+Backbone = Literal[
+    "resnet50",
+    "resnet101",
+    "resnet152",
+    "inception_v3",
+    "mobilenet_v2",
+    "mobilenet_v3_small",
+    "mobilenet_v3_large",
+    "efficientnet_b0",
+    "efficientnet_b1",
+    "efficientnet_b2",
+    "efficientnet_b3",
+    "efficientnetv2_b0",
+    "efficientnetv2_b1",
+    "efficientnetv2_b2",
+    "efficientnetv2_b3",
+    "efficientnetv2_s",
+    "densenet121",
+]
+"""The backbones actrec.models.backbones registers (one registry entry per name, in order)."""
+ShiftPlacement = Literal["blockres", "block"]
+LrCoupling = Literal["constant", "linear", "sqrt"]
+Decay = Literal["step", "cosine", "none"]
+Optimizer = Literal["sgd", "adam"]
+Sync = Literal["allreduce", "kavg"]
+AdamState = Literal["average", "local", "reset"]
+WeightDecayMode = Literal["coupled", "decoupled"]
+MixedPrecision = Literal["none", "float16", "bfloat16"]
+Strategy = Literal["auto", "one-device", "mirrored", "multi-worker"]
+Communication = Literal["auto", "ring", "nccl"]
+
+MODALITIES: tuple[str, ...] = get_args(Modality)
+SAMPLINGS: tuple[str, ...] = get_args(Sampling)
+ARCHITECTURES: tuple[str, ...] = get_args(Architecture)
+BACKBONE_NAMES: tuple[str, ...] = get_args(Backbone)
+SHIFTABLE_BACKBONES = ("resnet50", "resnet101", "resnet152", "mobilenet_v2")
+"""Backbones TSM can insert temporal shifts into (those with a registry shift_family)."""
+SHIFT_PLACEMENTS: tuple[str, ...] = get_args(ShiftPlacement)
+LR_COUPLINGS: tuple[str, ...] = get_args(LrCoupling)
+DECAYS: tuple[str, ...] = get_args(Decay)
+OPTIMIZERS: tuple[str, ...] = get_args(Optimizer)
+SYNCS: tuple[str, ...] = get_args(Sync)
+ADAM_STATES: tuple[str, ...] = get_args(AdamState)
+WEIGHT_DECAY_MODES: tuple[str, ...] = get_args(WeightDecayMode)
+MIXED_PRECISIONS: tuple[str, ...] = get_args(MixedPrecision)
+STRATEGIES: tuple[str, ...] = get_args(Strategy)
+COMMUNICATIONS: tuple[str, ...] = get_args(Communication)
+
+NAMED_WEIGHTS = ("imagenet", "none")

@@ -1,0 +1,260 @@
+"""The recipe's schema: frozen dataclasses, one per section, that round-trip through YAML.
+
+    Recipe = name, description, reference
+             + DataConfig    (clips: modality, segments, crop, sampling, splits)
+             + ModelConfig   (architecture, backbone, ImageNet weights, dropout, TSM shift)
+             + TrainConfig   (batch schedule, learning rate and its coupling, optimizer, sync)
+             + RuntimeConfig (seed, distribution strategy, checkpoints, logging)
+
+Each choice field is typed with its `Literal` alias from actrec.config.choices (the one list
+of its allowed values). This module imports neither TensorFlow, Keras, OpenCV nor
+actrec.data / actrec.models.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Literal
+
+from actrec.config.choices import (
+    AdamState,
+    Architecture,
+    Backbone,
+    Communication,
+    Decay,
+    LrCoupling,
+    MixedPrecision,
+    Modality,
+    Optimizer,
+    Sampling,
+    ShiftPlacement,
+    Strategy,
+    Sync,
+    WeightDecayMode,
+)
+
+LR_MULT_KEYS = ("bias_lr_mult", "first_conv_lr_mult", "classifier_lr_mult")
+VALIDATION_SPLIT_AUTO = "auto"
+VALIDATION_SPLIT_NONE = "none"
+TEST_SPLIT = "test"
+MAX_VALIDATION_HOLDOUT = 0.5
+AUTO = "auto"
+"""train.batch_size / train.max_per_replica_batch: chosen by probing memory and throughput
+(actrec.train.memory) when the run starts."""
+SECTIONS = ("data", "model", "train", "runtime")
+TEXT_KEYS = ("name", "description", "reference")
+
+
+@dataclass(frozen=True)
+class DataConfig:
+    """The clips: see actrec.data.pipeline.ClipSpec for the meaning of each field.
+
+    modality: "rgb" or "flow".
+    num_segments: T, frames (RGB) or flow stacks per clip.
+    new_length: L, consecutive flow fields per segment (2 L channels); 1 for RGB, 5 in TSN.
+    crop_size: side of the square crop in pixels (the model's input side).
+    sampling: "tsn" (one random frame per segment) or "dense" (TSM: T frames every
+        frame_interval frames).
+    frame_interval: stride of dense sampling.
+    scale_size: evaluation short side before the centre crop (None: crop_size * 256 / 224).
+    flip: random horizontal flip in training (flow-aware).
+    scales: TSN's multi-scale crop: training crops of these fractions of the short side
+        (TSN: RGB 1, .875, .75, .66; flow 1, .875, .75); milder when objects are small.
+    more_fix_crop: the crop is placed at one of TSN's 13 fixed positions (corners, centre,
+        edge centres, quarter points) instead of 5 (corners, centre), as the sources do.
+    shuffle_buffer: unused since record format 2, whose training order is a new permutation
+        of all the videos every epoch (actrec.data.order); older recipes keep loading.
+    train_split: the prepared split trained on.
+    validation_split: what validation (and best.weights.h5) uses: "auto" = the held-out part
+        of train when validation_holdout > 0, else "val" when the prepared data has it, else
+        none; "none" disables validation; another value names a prepared split. Never
+        "test": the test split is for `actrec eval` (choosing on it biases the test result).
+    validation_holdout: fraction of the train split held out (the same share of every
+        class, chosen by runtime.seed) to validate on; those videos are not trained on.
+        0 = none (UCF101 / HMDB51 recipes: the published protocol trains on all of train).
+    """
+
+    modality: Modality = "rgb"
+    num_segments: int = 3
+    new_length: int = 1
+    crop_size: int = 224
+    sampling: Sampling = "tsn"
+    frame_interval: int = 2
+    scale_size: int | None = None
+    flip: bool = True
+    scales: tuple[float, ...] = (1.0, 0.875, 0.75, 0.66)
+    more_fix_crop: bool = True
+    shuffle_buffer: int = 128
+    train_split: str = "train"
+    validation_split: str = VALIDATION_SPLIT_AUTO
+    validation_holdout: float = 0.0
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """The network: see actrec.models.segment_model.build_segment_model.
+
+    architecture: "tsn" or "tsm" (TemporalShift; ResNet family and MobileNetV2 only).
+    backbone: a name from actrec.models.backbones.backbone_names().
+    weights: "imagenet", "none" (random initialisation) or the path of a no-top weight file.
+    dropout: rate before the classifier, in [0, 1).
+    partial_bn: freeze every BatchNorm but the first (TSN); None: True for TSN, False for TSM.
+    shift_fraction: fraction of the channels shifted each way (TSM: 1/8).
+    shift_placement: "blockres" (in the residual branch) or "block" (on the block input).
+    input_size: the model's frame side; None: data.crop_size (the only value that fits).
+    batch_norm_momentum: momentum of every BatchNorm's moving statistics; None keeps the
+        backbone's own (0.99, MobileNetV2 0.999: right for fine-tuning ImageNet weights, too
+        slow for a few hundred steps from scratch, where 0.9 lets evaluation statistics settle).
+    remat: rematerialise the backbone's blocks (actrec.models.remat): their activations are
+        recomputed in the backward pass instead of kept; less memory, more compute, the same
+        values, gradients and weights.
+    """
+
+    architecture: Architecture = "tsn"
+    backbone: Backbone = "resnet50"
+    weights: str = "imagenet"
+    dropout: float = 0.8
+    partial_bn: bool | None = None
+    shift_fraction: float = 0.125
+    shift_placement: ShiftPlacement = "blockres"
+    input_size: int | None = None
+    batch_norm_momentum: float | None = None
+    remat: bool = False
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Optimisation: the batch schedule, the learning rate and the synchronisation.
+
+    Global batch of epoch e (actrec.train.schedule.global_batch_size):
+        B_e = floor(batch_size * batch_growth ** floor(e / batch_growth_every)),
+        capped at max_batch_size; constant when batch_growth_every is 0.
+    Learning rate (actrec.train.schedule.learning_rate): lr is the rate at the global batch
+    lr_reference_batch (default batch_size); lr_coupling says how it follows B_e:
+    "constant" (Smith et al. 2017), "linear" (lr * B_e / B_ref, Goyal et al. 2017) or
+    "sqrt" (lr * sqrt(B_e / B_ref)). Warm-up rises linearly, per step, from a tenth of the
+    coupled rate to the full rate over warmup_epochs; decay is "step" (x decay_factor at
+    each epoch of decay_epochs), "cosine" (to zero over the epochs after warm-up) or "none".
+
+    sync: "allreduce" (gradients averaged every step) or "kavg" (K-step averaging: kavg_steps
+        local steps, then parameters averaged; adam_state says what happens to Adam's moments).
+    accumulation_steps / max_per_replica_batch: gradient accumulation over micro-batches when
+        a replica's share of the global batch is more than it can hold.
+    batch_size / max_per_replica_batch may be "auto" (actrec.train.memory): the largest
+        per-replica batch that fits the memory budget and runs fastest is probed when the run
+        starts. batch_size=auto: the starting global batch is that batch times the replicas
+        (lr_reference_batch is then required unless lr_coupling is constant) and it is also
+        the limit above which accumulation makes up the share; max_per_replica_batch=auto:
+        the global schedule stays, the probed batch is the accumulation limit. The run
+        directory's recipe.yaml holds the numbers chosen, which a resumed run reuses.
+    clip_norm: global gradient norm clip (TSN / TSM: 20); None disables it.
+    weight_decay / weight_decay_mode: "coupled" L2 as Caffe and PyTorch SGD apply it
+        (weight_decay * w joins the gradient and goes through momentum; what published
+        values mean) or "decoupled" (Keras' weight_decay: w -= lr * weight_decay * w, about
+        10x weaker at momentum 0.9). Biases and BatchNorm parameters never decay.
+    bias_lr_mult / first_conv_lr_mult / classifier_lr_mult: learning-rate multipliers of
+        the official code (actrec.train.param_groups): every bias (TSN / TSM: 2), the first
+        convolution (the flow stream: 5, its bias 5 x 2), the new classifier (TSM from
+        ImageNet, `fc_lr5`: 5, its bias 5 x 2); 1 means none.
+
+    Divergence (actrec.train.divergence): a non-finite loss, a loss above loss_upper_bound,
+    or one above loss_explosion_factor x the mean of the 5 before it (None: that test is
+    off) rolls every worker back to the last checkpoint and continues past the offending
+    batches, with the learning rate x recovery_lr_factor after each recovery; the run stops
+    with an error after max_recoveries of them (0: at the first divergence).
+    """
+
+    epochs: int = 80
+    batch_size: int | Literal["auto"] = 32
+    batch_growth: float = 1.0
+    batch_growth_every: int = 0
+    max_batch_size: int | None = None
+    lr: float = 0.001
+    lr_reference_batch: int | None = None
+    lr_coupling: LrCoupling = "linear"
+    warmup_epochs: float = 0.0
+    decay: Decay = "step"
+    decay_epochs: tuple[int, ...] = (30, 60)
+    decay_factor: float = 0.1
+    optimizer: Optimizer = "sgd"
+    momentum: float = 0.9
+    nesterov: bool = False
+    weight_decay: float = 5e-4
+    weight_decay_mode: WeightDecayMode = "coupled"
+    bias_lr_mult: float = 1.0
+    first_conv_lr_mult: float = 1.0
+    classifier_lr_mult: float = 1.0
+    clip_norm: float | None = 20.0
+    label_smoothing: float = 0.0
+    sync: Sync = "allreduce"
+    kavg_steps: int = 1
+    adam_state: AdamState = "average"
+    mixed_precision: MixedPrecision = "none"
+    accumulation_steps: int = 1
+    max_per_replica_batch: int | Literal["auto"] | None = None
+    loss_upper_bound: float | None = None
+    loss_explosion_factor: float | None = None
+    max_recoveries: int = 3
+    recovery_lr_factor: float = 1.0
+
+
+@dataclass(frozen=True)
+class RuntimeConfig:
+    """How the run executes; nothing here changes the optimisation maths.
+
+    strategy: "auto" (multi-worker when TF_CONFIG / Slurm names several workers, mirrored
+        with several local GPUs, else one device), "one-device", "mirrored", "multi-worker".
+    communication: collective implementation of multi-worker runs: "auto", "ring", "nccl".
+    checkpoint_every_steps: 0 = checkpoints at epoch ends only.
+    validate_every_epochs: 0 = never.
+    steps_per_epoch: None = training videos // global batch (at least 1).
+    """
+
+    seed: int = 0
+    deterministic: bool = False
+    strategy: Strategy = "auto"
+    communication: Communication = "auto"
+    checkpoint_every_steps: int = 0
+    keep_checkpoints: int = 3
+    validate_every_epochs: int = 1
+    log_every_steps: int = 10
+    steps_per_epoch: int | None = None
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """A complete training recipe.
+
+    reference: the paper, the published accuracy and how this recipe departs from it.
+    """
+
+    name: str
+    description: str = ""
+    reference: str = ""
+    data: DataConfig = field(default_factory=DataConfig)
+    model: ModelConfig = field(default_factory=ModelConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+    runtime: RuntimeConfig = field(default_factory=RuntimeConfig)
+
+
+SECTION_TYPES: dict[str, type] = {
+    "data": DataConfig,
+    "model": ModelConfig,
+    "train": TrainConfig,
+    "runtime": RuntimeConfig,
+}
+
+
+def section_keys(section: str) -> list[str]:
+    """The valid keys of a recipe section ("data", "model", "train", "runtime")."""
+    return [item.name for item in fields(SECTION_TYPES[section])]
+
+
+def resolved_partial_bn(model: ModelConfig) -> bool:
+    """partial_bn with None resolved: True for TSN, False for TSM."""
+    return model.architecture == "tsn" if model.partial_bn is None else model.partial_bn
+
+
+def resolved_input_size(recipe: Recipe) -> int:
+    """The model's frame side: model.input_size, else data.crop_size."""
+    return recipe.model.input_size or recipe.data.crop_size
