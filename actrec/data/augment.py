@@ -342,7 +342,7 @@ def normalize_rgb(clip, normalization: str = "none"):
 def flow_to_stored_scale(flow_pixels, bound: float = FLOW_BOUND):
     """Dequantised flow in pixels -> float32 in [0, 255] with 127.5 = no motion.
 
-    The scale flow is stored at (DESIGN.md §2) without the rounding, which the models'
+    The scale flow is stored at (docs/architecture.md §2) without the rounding, which the models'
     own preprocessing (actrec.models.preprocessing) expects; a flip's x -> -x in pixels
     is 255 - q on this scale.
     """

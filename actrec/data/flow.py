@@ -5,7 +5,7 @@ MEDIUM preset: more accurate, slower), "farneback", and "tvl1" (TV-L1, the flow 
 papers) when OpenCV was built with the contrib module `cv2.optflow`. Their end-point error
 and speed are measured by benchmarks/flow.py (table in the README).
 
-Flow is stored TSN-style (DESIGN.md §2): each component clipped to [-B, B] pixels and
+Flow is stored TSN-style (docs/architecture.md §2): each component clipped to [-B, B] pixels and
 mapped linearly to 0..255, q = round(255 * (clip(v, -B, B) + B) / (2B)), B = 20, so
 128 means (almost) no motion.
 

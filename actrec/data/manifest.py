@@ -1,4 +1,4 @@
-"""manifest.json and report.json of a prepared dataset (DESIGN.md §2).
+"""manifest.json and report.json of a prepared dataset (docs/architecture.md §2).
 
 manifest.json is written last, atomically: a folder with a manifest is complete.
 

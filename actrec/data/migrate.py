@@ -19,7 +19,7 @@ from actrec.atomic import commit_temporary, temporary_path, write_bytes_atomic, 
 from actrec.data import format1, shards
 from actrec.data.integrity import SHARD_FILES_KEY, describe_shard_files
 from actrec.data.manifest import FORMAT_VERSION, MANIFEST_FILE, RECORD_LAYOUT, REPORT_FILE
-from actrec.data.prepare import plan_digest
+from actrec.data.prepare_plan import plan_digest
 from actrec.errors import DatasetError, OutputError
 from actrec.progress import NullProgress, Progress
 

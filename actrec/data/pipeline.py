@@ -1,8 +1,10 @@
-"""tf.data input pipelines over prepared shards (DESIGN.md §2, §5): train and evaluation.
+"""tf.data input pipelines over prepared shards: train and evaluation
+(docs/architecture.md §2, §5).
 
     example k -> (video, randomness) (actrec.data.order) -> the video's header (one read)
       -> sample frame indices -> read only those frame records -> decode (training: only
-      the crop box) -> flip / resize / scale (actrec.data.clips) -> batch -> prefetch
+      the crop box) -> flip / resize / scale -> batch -> prefetch
+      (training clips: actrec.data.training_clips; the evaluation clip: actrec.data.clips)
 
 `build_dataset` yields `(clips, labels)`: clips float32 [B, T, crop, crop, C] with
 T = num_segments and C = 3 (RGB) or 2 * new_length (flow, interleaved [x0, y0, x1, y1, ...]);
@@ -30,7 +32,7 @@ import random
 from collections.abc import Collection
 from pathlib import Path
 
-from actrec.data import clips, holdout, order, records
+from actrec.data import clips, holdout, order, records, training_clips
 from actrec.data.clip_spec import (
     MODALITIES,
     ClipSpec,
@@ -38,6 +40,7 @@ from actrec.data.clip_spec import (
     check_clip_spec,
     dataset_info,
 )
+from actrec.data.clips import stack_flow_frames
 from actrec.data.manifest import read_manifest, split_videos
 from actrec.errors import ConfigError, DatasetError
 
@@ -54,23 +57,10 @@ __all__ = [
 ]
 
 
-def stack_flow_frames(flow, num_segments: int, new_length: int):
-    """[S * L, H, W, 2] -> [S, H, W, 2 L], channels interleaved [x0, y0, x1, y1, ...]."""
-    import tensorflow as tf
-
-    shape = tf.shape(flow)
-    height, width = shape[1], shape[2]
-    # [S*L, H, W, 2] -> [S, L, H, W, 2]
-    grouped = tf.reshape(flow, [num_segments, new_length, height, width, 2])
-    moved = tf.transpose(grouped, [0, 2, 3, 1, 4])  # [S, L, H, W, 2] -> [S, H, W, L, 2]
-    # [S, H, W, L, 2] -> [S, H, W, 2L]
-    return tf.reshape(moved, [num_segments, height, width, 2 * new_length])
-
-
 def finish_batch(parts, geometry, spec: ClipSpec):
     """The clips float32 [B, T, crop, crop, C] of a finish_on_device batch ((parts,
     geometry) of `build_dataset`); run it where the model runs."""
-    return clips.finish_batch(parts, geometry, spec)
+    return training_clips.finish_batch(parts, geometry, spec)
 
 
 def batch_finisher(spec: ClipSpec):
@@ -105,11 +95,11 @@ def _example_function(videos: list[dict], spec: ClipSpec, training: bool, output
         header = records.read_header(path, tf.gather(offsets, video))
         if training:
             seed = tf.stack([random_value, tf.constant(0, tf.int64)])  # [2] stateless seed
-            parts, geometry = clips.training_crops(path, header, spec, seed)
+            parts, geometry = training_clips.training_crops(path, header, spec, seed)
             if outputs["finish_on_device"]:
                 clip = (tuple(parts), geometry)
             else:
-                clip = clips.finish_example(parts, geometry, spec)
+                clip = training_clips.finish_example(parts, geometry, spec)
         else:
             num_frames = (
                 header["num_frames"] - 1 if spec.modality == "flow" else header["num_frames"]
@@ -135,7 +125,7 @@ def _padded_shapes(spec: ClipSpec, side: int, with_video_ids: bool):
     if spec.modality == "flow":
         parts = tuple([side, side] for _ in range(2 * spec.num_segments * spec.new_length))
     else:
-        side += 2 * clips.CHROMA_MARGIN
+        side += 2 * training_clips.CHROMA_MARGIN
         parts = tuple([side, side, 3] for _ in range(spec.num_segments))
     shapes = ((parts, [5]), [])
     return (*shapes, []) if with_video_ids else shapes

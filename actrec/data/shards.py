@@ -182,7 +182,7 @@ def framed_size(records: Iterable[bytes]) -> int:
 
 
 def dequantize_flow_tensor(quantized, bound: float = 20.0):
-    """uint8 quantised flow [...] -> float32 pixels, inverse of DESIGN.md §2's map."""
+    """uint8 quantised flow [...] -> float32 pixels, inverse of docs/architecture.md §2's map."""
     import tensorflow as tf
 
     return tf.cast(quantized, tf.float32) * (2.0 * bound / 255.0) - bound

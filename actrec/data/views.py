@@ -1,4 +1,4 @@
-"""Multi-view test inputs (DESIGN.md §6): every video as num_clips x num_crops views.
+"""Multi-view test inputs (docs/architecture.md §6): every video as num_clips x num_crops views.
 
     videos (in order) -> header -> for each clip c: read and decode only its frames
       -> crops (1 centre, 3 along the long side, or 10 = 4 corners + centre + mirrors)
@@ -94,8 +94,8 @@ def _video_views_function(spec: ViewSpec):
         video_id = header["video_id"]
 
         def views_of(clip_index):
-            frames = clips.decoded_frames(
-                clips.clip_jpegs(path, header, starts[clip_index], clip), clip
+            frames = clips.evaluation_frames(
+                path, header, starts[clip_index], clip
             )  # [S, H, W, C]; only this clip's frames are read and decoded
             return crops_of_clip(frames, spec)  # [crops, S, crop, crop, C]
 

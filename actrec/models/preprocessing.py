@@ -1,7 +1,7 @@
 """Backbone input preprocessing, in keras.ops, for RGB frames and stacked optical flow.
 
 Inputs are in [0, 255]: RGB frames as decoded; flow as quantised in the prepared data
-(DESIGN.md §2: 128 means no motion). The RGB transforms are keras.applications' own
+(docs/architecture.md §2: 128 means no motion). The RGB transforms are keras.applications' own
 (`preprocess_input` modes, see actrec.models.backbones.PREPROCESSING_MODES). Flow is
 centred on 128 and scaled like the RGB input of the same backbone, so the
 cross-modality-initialised first convolution sees values of the range it was trained on.

@@ -1,0 +1,148 @@
+"""Installing weight files into the store: download (`fetch_weights`) or copy a file
+downloaded elsewhere (`import_weights`); each file is checked against its digests before it
+takes its final name, and recorded in the store's manifest.
+
+Standard library only: it does not import Keras.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from actrec.atomic import commit_temporary, temporary_path
+from actrec.errors import WeightsError
+from actrec.models.backbones import BACKBONES, BackboneSpec, backbone_spec, spec_for_weights_file
+from actrec.models.weight_digests import READ_CHUNK_BYTES, verification_summary, verified_digests
+from actrec.models.weight_store import (
+    OFFLINE_ENVIRONMENT,
+    STORE_ENVIRONMENT,
+    is_offline,
+    missing_weights_message,
+    record_installed,
+    store_directory,
+)
+from actrec.progress import NullProgress, Progress
+
+DOWNLOAD_TIMEOUT_SECONDS = 60
+
+
+def _install(
+    spec: BackboneSpec, temporary: Path, directory: Path, source: str, expected_sha256: str | None
+) -> Path:
+    """Verifies `temporary` (inside `directory`) and renames it to the canonical name;
+    on any failure the temporary file is removed and nothing is installed."""
+    try:
+        digests = verified_digests(temporary, spec, expected_sha256)
+        destination = directory / spec.weights.file_name
+        commit_temporary(temporary, destination)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            temporary.unlink()
+        raise
+    record_installed(directory, spec, digests, source, verification_summary(spec, expected_sha256))
+    return destination
+
+
+def _prepared_store(directory: Path | None) -> Path:
+    directory = Path(directory) if directory is not None else store_directory()
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise WeightsError(
+            f"cannot create the weights store {directory} ({error}); set "
+            f"${STORE_ENVIRONMENT} to a writable folder"
+        ) from None
+    return directory
+
+
+def fetch_weights(
+    backbone: str,
+    url: str | None = None,
+    directory: Path | None = None,
+    expected_sha256: str | None = None,
+    progress: Progress | None = None,
+) -> Path:
+    """Downloads `backbone`'s weight file into the store, checks it, and returns its path.
+
+    url: another source (a mirror, or a file:// URL) instead of Keras's published one.
+    Raises WeightsError when offline (`$ACTREC_OFFLINE`), on a network error or on a
+    digest mismatch; in every failure nothing is installed.
+    """
+    spec = backbone_spec(backbone)
+    source = url or spec.weights.url
+    if is_offline():
+        raise WeightsError(
+            f"${OFFLINE_ENVIRONMENT} is set, so {source} is not downloaded. "
+            + missing_weights_message(spec)
+        )
+    directory = _prepared_store(directory)
+    progress = progress or NullProgress()
+    temporary = temporary_path(directory / spec.weights.file_name)
+    try:
+        with temporary.open("wb") as stream:
+            with urllib.request.urlopen(source, timeout=DOWNLOAD_TIMEOUT_SECONDS) as response:
+                length = response.headers.get("Content-Length")
+                total = int(length) if length else None
+                progress.start(f"download {spec.weights.file_name}", total)
+                while chunk := response.read(READ_CHUNK_BYTES):
+                    stream.write(chunk)
+                    progress.advance(len(chunk))
+            stream.flush()
+        progress.finish()
+    except (urllib.error.URLError, OSError, ValueError) as error:
+        progress.finish()
+        with contextlib.suppress(OSError):
+            temporary.unlink()
+        raise WeightsError(
+            f"download of {source} failed ({error}). " + missing_weights_message(spec)
+        ) from None
+    except BaseException:
+        progress.finish()
+        with contextlib.suppress(OSError):
+            temporary.unlink()
+        raise
+    return _install(spec, temporary, directory, source, expected_sha256)
+
+
+def import_weights(
+    file: Path | str,
+    backbone: str | None = None,
+    directory: Path | None = None,
+    expected_sha256: str | None = None,
+) -> Path:
+    """Copies a weight file downloaded elsewhere into the store after checking it, and
+    returns the installed path.
+
+    backbone: whose file it is; by default found from the file name (Keras's name).
+    expected_sha256: also require this SHA-256 (the only check for MobileNetV2, for which
+    Keras publishes no digest).
+    A digest mismatch raises WeightsError and installs nothing.
+    """
+    source = Path(file).expanduser()
+    if not source.is_file():
+        raise WeightsError(f"{source} is not a file; give the downloaded weight file")
+    if backbone is not None:
+        spec = backbone_spec(backbone)
+    else:
+        spec = spec_for_weights_file(source.name)
+        if spec is None:
+            known = ", ".join(spec.weights.file_name for spec in BACKBONES.values())
+            raise WeightsError(
+                f"{source.name} is not a known weight file name (known: {known}); "
+                "name the backbone with --backbone"
+            )
+    # Check before copying too, so a wrong file is rejected without a copy.
+    verified_digests(source, spec, expected_sha256)
+    directory = _prepared_store(directory)
+    temporary = temporary_path(directory / spec.weights.file_name)
+    try:
+        shutil.copyfile(source, temporary)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            temporary.unlink()
+        raise
+    return _install(spec, temporary, directory, str(source.resolve()), expected_sha256)
