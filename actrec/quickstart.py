@@ -163,7 +163,7 @@ def run_quickstart(
     from actrec.evaluation.evaluate import evaluate_run, fuse_evaluations
     from actrec.evaluation.protocols import resolve_protocol
     from actrec.export import export_runs
-    from actrec.predict import predict_videos
+    from actrec.export.predict import predict_videos
 
     settings = _check_size(size)
     progress = progress or NullProgress()

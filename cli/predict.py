@@ -55,7 +55,7 @@ def predict(videos, model_dir, top_k, as_json):
     reported and skipped; the exit code is 1 if any was."""
     import_tensorflow_quietly()
     _quiet_opencv()
-    from actrec.predict import predict_videos
+    from actrec.export.predict import predict_videos
 
     predictions = predict_videos(videos, model_dir, top_k, progress=progress_for("videos"))
     failed = [prediction for prediction in predictions if not prediction.ok]

@@ -19,9 +19,9 @@ from actrec.data.pipeline import build_dataset
 from actrec.data.synthetic import SYNTHETIC_CLASSES as SYNTHETIC_CLASS_NAMES
 from actrec.errors import ConfigError
 from actrec.export import export_runs
+from actrec.export.predict import record_inputs
+from actrec.export.serving import ServingStream, build_serving_function
 from actrec.models.segment_model import load_segment_model
-from actrec.predict import record_inputs
-from actrec.serving import ServingStream, build_serving_function
 from actrec.trained_run import build_trained_model, load_trained_run
 
 TOLERANCE = 1e-5

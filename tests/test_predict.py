@@ -14,7 +14,7 @@ from actrec.data.manifest import read_manifest
 from actrec.data.synthetic import SYNTHETIC_CLASSES, SyntheticConfig, render_clip, write_video
 from actrec.errors import ConfigError
 from actrec.export import export_runs
-from actrec.predict import predict_videos, record_inputs
+from actrec.export.predict import predict_videos, record_inputs
 
 
 def _test_videos(prepared: Path) -> dict[str, Path]:
@@ -60,7 +60,7 @@ def test_predict_computes_the_flow_method_the_data_was_prepared_with(tiny_runs, 
     from actrec.data.encode_video import PrepareSettings
     from actrec.data.prepare import prepare_dataset
     from actrec.data.sources import list_videos
-    from actrec.predict import ExportedModel
+    from actrec.export.predict import ExportedModel
 
     medium = tmp_path / "prepared-dis-medium"
     settings = PrepareSettings(frame_size="original", flow="dis-medium")

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from actrec.errors import ConfigError, VideoReadError
-from actrec.export_files import SIGNATURE_NAME, read_export_metadata
+from actrec.export.metadata import SIGNATURE_NAME, read_export_metadata
 from actrec.progress import NullProgress, Progress
 
 DEFAULT_TOP_K = 5

@@ -1,0 +1,15 @@
+"""Exported models: a trained run (or an RGB and a flow run, fused) as one self-contained
+folder, and predictions on video files with it.
+
+    writer.py         export_runs: checks, build, write, reload-check, atomic rename
+    checks.py         the options, out folder, runs and preparation settings of an export
+    model_writers.py  the SavedModel / Keras model written and reloaded
+    serving.py        the SavedModel's graph: decoded video -> evaluation clip -> scores
+    metadata.py       actrec.json, classes.txt and recipe file names; reading actrec.json
+    model_card.py     MODEL_CARD.md
+    predict.py        ExportedModel, predict_videos: video files -> top-k classes
+"""
+
+from actrec.export.writer import DEFAULT_TOP_K, RELOAD_TOLERANCE, ExportSummary, export_runs
+
+__all__ = ["DEFAULT_TOP_K", "RELOAD_TOLERANCE", "ExportSummary", "export_runs"]

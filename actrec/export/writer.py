@@ -1,0 +1,179 @@
+"""Export trained runs as one self-contained model folder (DESIGN.md §6).
+
+    export_runs([RUN], OUT)             one stream (RGB or flow)
+    export_runs([RUN_RGB, RUN_FLOW], OUT)  two-stream, fused (RGB 1 : flow 1.5 by default)
+
+Format "savedmodel" (default): OUT is a TensorFlow SavedModel whose "serving_default"
+signature takes decoded uint8 video and returns probabilities and the top-k classes; the
+sampling, resizing, cropping and normalisation of evaluation are inside its graph
+(actrec.export.serving), and it loads with `tf.saved_model.load(OUT)` alone, without actrec.
+Format "keras": OUT/model.keras, the segment model (or the two-stream model of
+actrec.models.fusion) on ready clips, loaded with actrec.
+
+Beside the model: actrec.json, classes.txt, the recipe(s) (actrec.export.metadata) and
+MODEL_CARD.md (actrec.export.model_card). Every export is reloaded and checked against the
+in-process model (maximum absolute difference of the probabilities <= RELOAD_TOLERANCE,
+actrec.export.model_writers) before it is put in place. The folder is written under a
+temporary sibling name and renamed when complete; an existing non-empty OUT is refused
+unless `overwrite`, and then only if it is an export.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from actrec.atomic import fsync_directory, fsync_file, write_json_atomic, write_text_atomic
+from actrec.errors import ActrecError
+from actrec.export.checks import check_out_dir, checked_options, export_preparation, ordered_runs
+from actrec.export.metadata import (
+    CLASSES_FILE,
+    METADATA_FILE,
+    MODEL_CARD_FILE,
+    ExportedStream,
+    export_metadata,
+    recipe_file_name,
+)
+from actrec.export.model_card import model_card
+from actrec.export.model_writers import write_keras, write_savedmodel
+from actrec.progress import NullProgress, Progress
+
+DEFAULT_TOP_K = 5
+RELOAD_TOLERANCE = 1e-5
+
+
+@dataclass(frozen=True)
+class ExportSummary:
+    """What `export_runs` wrote.
+
+    reload_difference: max |probabilities of the reloaded model - in-process model| on a
+        random probe input (<= RELOAD_TOLERANCE, else the export failed).
+    """
+
+    out_dir: Path
+    model_format: str
+    modalities: tuple[str, ...]
+    classes: tuple[str, ...]
+    reload_difference: float
+    seconds: float
+
+
+# --- the folder ------------------------------------------------------------------------------
+
+
+def _staging_dir(out_dir: Path) -> Path:
+    return out_dir.parent / f".{out_dir.name}.exporting-{os.getpid()}"
+
+
+def _commit(staging: Path, out_dir: Path) -> None:
+    """Put the complete `staging` folder at `out_dir` (replacing what is there)."""
+    for path in staging.rglob("*"):
+        if path.is_file():
+            fsync_file(path)
+    replaced = None
+    if out_dir.exists():
+        replaced = out_dir.parent / f".{out_dir.name}.replaced-{os.getpid()}"
+        os.replace(out_dir, replaced)
+    os.replace(staging, out_dir)
+    fsync_directory(out_dir.parent)
+    if replaced is not None:
+        shutil.rmtree(replaced, ignore_errors=True)
+
+
+def _write_beside(folder: Path, name: str, streams, metadata: dict) -> None:
+    write_json_atomic(folder / METADATA_FILE, metadata)
+    write_text_atomic(folder / CLASSES_FILE, "".join(f"{name}\n" for name in metadata["classes"]))
+    two_stream = len(streams) == 2
+    for stream in streams:
+        from actrec.train.run import RECIPE_FILE
+
+        text = (stream.run.run_dir / RECIPE_FILE).read_text(encoding="utf-8")
+        write_text_atomic(folder / recipe_file_name(stream.modality, two_stream), text)
+    write_text_atomic(folder / MODEL_CARD_FILE, model_card(name, streams, metadata))
+
+
+def export_runs(
+    run_dirs: Sequence[Path | str],
+    out_dir: Path | str,
+    *,
+    model_format: str = "savedmodel",
+    fusion_weights: Sequence[float] = (1.0, 1.5),
+    fusion_average: str = "logits",
+    top_k: int = DEFAULT_TOP_K,
+    overwrite: bool = False,
+    data_dir: Path | str | None = None,
+    progress: Progress | None = None,
+    checkpoint: str = "final",
+) -> ExportSummary:
+    """Export one run, or an RGB and a flow run fused, into `out_dir`.
+
+    run_dirs: finished `actrec train` run directories, in any order.
+    fusion_weights: (RGB, flow) weights of the two-stream fusion.
+    fusion_average: "logits" (the official evaluations' fusion, as `actrec eval` does by
+        default) or "softmax": what the two-stream fusion averages.
+    top_k: k of the top-k outputs (at most the number of classes).
+    data_dir: the prepared folder the runs trained on, when it has moved since (its
+        preparation settings are recorded for `actrec predict`).
+    checkpoint: "final" (final.weights.h5) or "best" (best.weights.h5) of every run.
+    Raises ConfigError / DatasetError for unusable runs, OutputError for an unusable
+    out_dir, ActrecError when the reloaded export does not reproduce the model; nothing is
+    left at out_dir then.
+    """
+    from actrec.data.clip_spec import clip_spec
+    from actrec.trained_run import build_trained_model, load_trained_run
+
+    started = time.monotonic()
+    progress = progress or NullProgress()
+    from actrec.models.score_fusion import check_average
+
+    weights = checked_options(model_format, top_k, fusion_weights)
+    check_average(fusion_average)
+    out_dir = Path(out_dir)
+    check_out_dir(out_dir, overwrite)
+    runs = ordered_runs([load_trained_run(path, checkpoint) for path in run_dirs])
+    preparation = export_preparation(runs, None if data_dir is None else Path(data_dir))
+    streams = [ExportedStream(run, clip_spec(run.recipe, training=False)) for run in runs]
+    classes = runs[0].classes
+    k = min(top_k, len(classes))
+
+    progress.start("export", 3)
+    models = [build_trained_model(run) for run in runs]
+    progress.advance()
+    staging = _staging_dir(out_dir)
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    try:
+        if model_format == "savedmodel":
+            difference = write_savedmodel(
+                streams, models, classes, k, weights, staging, fusion_average
+            )
+        else:
+            difference = write_keras(streams, models, weights, staging, fusion_average)
+        progress.advance()
+        if not difference <= RELOAD_TOLERANCE:
+            raise ActrecError(
+                f"the reloaded export does not reproduce the model: probabilities differ by "
+                f"up to {difference:.3g} (tolerance {RELOAD_TOLERANCE}); nothing was written to "
+                f"{out_dir}. Please report this with the run's recipe."
+            )
+        metadata = export_metadata(
+            streams, classes, model_format, k, weights, preparation, fusion_average
+        )
+        _write_beside(staging, out_dir.name, streams, metadata)
+        _commit(staging, out_dir)
+        progress.advance()
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+        progress.finish()
+    return ExportSummary(
+        out_dir=out_dir,
+        model_format=model_format,
+        modalities=tuple(run.modality for run in runs),
+        classes=tuple(classes),
+        reload_difference=difference,
+        seconds=time.monotonic() - started,
+    )
