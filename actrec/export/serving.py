@@ -9,9 +9,10 @@
       -> probabilities [N, K], top-k indices / probabilities / class names [N, k]
 
 Every step is the one the evaluation pipeline takes for a record
-(`actrec.data.pipeline._clip_of_record` with training=False), built from the same
-functions, so an export reproduces evaluation: `sampling.test_clip_indices` with one clip
-is the pipeline's evaluation sampling (segment centres, or the centred dense clip).
+(`actrec.data.clips.evaluation_clip`): the same crop and normalisation
+(`clips.evaluation_crop`) and flow stacking (`clips.stack_flow_frames`), so an export
+reproduces evaluation; `sampling.test_clip_indices` with one clip is the pipeline's
+evaluation sampling (segment centres, or the centred dense clip).
 Videos in one batch share F (pad or batch them by length); the sampled indices are the
 same for all of them.
 """
@@ -21,7 +22,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from actrec.data import augment, sampling, shards
+from actrec.data import sampling, shards
+from actrec.data.clips import evaluation_crop, stack_flow_frames
 from actrec.errors import ConfigError
 
 FRAMES_INPUT = "frames"
@@ -103,8 +105,7 @@ def clips_from_frames(frames, spec):
     sampled = tf.cast(_sampled_frames(frames, spec), tf.float32)  # [N, S, H, W, 3]
     shape = tf.shape(sampled)
     merged = tf.reshape(sampled, [-1, shape[2], shape[3], 3])  # [N*S, H, W, 3]
-    cropped = augment.centre_crop(merged, spec.crop_size, spec.eval_scale_size)
-    clips = augment.normalize_rgb(cropped, spec.normalization)  # [N*S, crop, crop, 3]
+    clips = evaluation_crop(merged, spec)  # [N*S, crop, crop, 3]
     # [N*S, crop, crop, 3] -> [N, S, crop, crop, 3]
     return tf.reshape(clips, [-1, spec.num_segments, spec.crop_size, spec.crop_size, 3])
 
@@ -113,8 +114,6 @@ def clips_from_flow(flow, spec):
     """Flow evaluation clips: quantised uint8 [N, F-1, H, W, 2] -> float32
     [N, S, crop, crop, 2L], channels interleaved [x0, y0, x1, y1, ...], stored 0-255 scale."""
     import tensorflow as tf
-
-    from actrec.data.pipeline import stack_flow_frames
 
     flow = _checked_video_tensor(flow, FLOW_INPUT)
     sampled = _sampled_frames(flow, spec)  # [N, S*L, H, W, 2]
@@ -125,11 +124,7 @@ def clips_from_flow(flow, spec):
     stacks = stack_flow_frames(
         pixels, shape[0] * spec.num_segments, spec.new_length
     )  # [N*S, H, W, 2L]
-    cropped = augment.centre_crop(stacks, spec.crop_size, spec.eval_scale_size)
-    if spec.normalization == "none":
-        clips = augment.flow_to_stored_scale(cropped)
-    else:
-        clips = augment.normalize_flow(cropped)
+    clips = evaluation_crop(stacks, spec)  # [N*S, crop, crop, 2L]
     # [N*S, crop, crop, 2L] -> [N, S, crop, crop, 2L]
     return tf.reshape(clips, [-1, spec.num_segments, spec.crop_size, spec.crop_size, spec.channels])
 
