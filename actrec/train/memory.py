@@ -451,8 +451,8 @@ def _run_probe(request: dict) -> dict:
 
     from actrec.config import recipe_from_dict
     from actrec.models.segment_model import channels_for
-    from actrec.train.run import _trainer
     from actrec.train.strategy import build_strategy
+    from actrec.train.trainer import build_trainer
 
     recipe = recipe_from_dict(request["recipe"])
     # Random weights: loading the ImageNet file changes no memory and may need a download.
@@ -467,7 +467,7 @@ def _run_probe(request: dict) -> dict:
     labels = rng.integers(0, num_classes, size=shape[0]).astype("int32")
     times = []
     try:  # building the model can run out of GPU memory too
-        trainer = _trainer(build_strategy("one-device", environ={}), recipe, num_classes)
+        trainer = build_trainer(build_strategy("one-device", environ={}), recipe, num_classes)
         batches = iter(
             trainer.distribute(
                 lambda context: tf.data.Dataset.from_tensors((clips, labels)).repeat()

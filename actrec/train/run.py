@@ -34,15 +34,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from actrec import __version__
-from actrec.atomic import append_line_durably, read_json_lines, write_json_atomic, write_text_atomic
+from actrec.atomic import append_line_durably, read_json_lines, write_text_atomic
 from actrec.errors import ActrecError, ConfigError, DivergenceError, OutputError
 from actrec.progress import NullProgress, Progress
+from actrec.runs import (
+    FINAL_WEIGHTS_FILE,
+    METRICS_FILE,
+    RECIPE_FILE,
+    TENSORBOARD_DIR,
+    read_run_record,
+    save_weights_atomically,
+    update_run_record,
+    write_run_record,
+)
 
-RECIPE_FILE = "recipe.yaml"
-RUN_FILE = "run.json"
-METRICS_FILE = "metrics.jsonl"
-TENSORBOARD_DIR = "tensorboard"
-FINAL_WEIGHTS_FILE = "final.weights.h5"
 PREEMPTED_EXIT_CODE = 143
 
 
@@ -150,15 +155,6 @@ def _check_same_recipe(run_dir: Path, recipe) -> None:
         )
 
 
-def _read_record(run_dir: Path) -> dict:
-    """The run's run.json ({} when it is missing or unreadable)."""
-    try:
-        record = json.loads((run_dir / RUN_FILE).read_text())
-    except (OSError, ValueError):
-        return {}
-    return record if isinstance(record, dict) else {}
-
-
 def _truncate_metrics(path: Path, global_step: int) -> None:
     """Drop metric lines written after the checkpoint being resumed (they will be redone),
     and the "epoch" line at its step (an epoch resumed at its start writes it again)."""
@@ -208,53 +204,6 @@ def _resolve_auto_batch(
         values = dict(zip(keys, (round(value) or None for value in shared), strict=True))
         recipe = with_decided_values(recipe, values)
     return recipe, decision
-
-
-def _model_builder(recipe, num_classes: int):
-    from actrec.models.segment_model import batch_normalization_layers, build_segment_model
-
-    model, data = recipe.model, recipe.data
-    weights = None if model.weights == "none" else model.weights
-
-    def build():
-        network = build_segment_model(
-            model.backbone,
-            num_classes,
-            architecture=model.architecture,
-            modality=data.modality,
-            num_segments=data.num_segments,
-            new_length=data.new_length,
-            input_size=model.input_size or data.crop_size,
-            dropout=model.dropout,
-            partial_bn=model.partial_bn,
-            shift_fraction=model.shift_fraction,
-            shift_placement=model.shift_placement,
-            weights=weights,
-            remat=model.remat,
-        )
-        if model.batch_norm_momentum is not None:
-            for layer in batch_normalization_layers(network):
-                layer.momentum = model.batch_norm_momentum
-        return network
-
-    return build
-
-
-def _trainer(strategy, recipe, num_classes: int, input_transform=None):
-    from actrec.train.loop import DistributedTrainer, SyncSettings
-    from actrec.train.optimizer import optimizer_settings
-
-    train = recipe.train
-    return DistributedTrainer(
-        strategy,
-        _model_builder(recipe, num_classes),
-        optimizer_settings(train),
-        SyncSettings(mode=train.sync, kavg_steps=train.kavg_steps),
-        label_smoothing=train.label_smoothing,
-        mixed_precision=train.mixed_precision,
-        seed=recipe.runtime.seed,
-        input_transform=input_transform,
-    )
 
 
 def _batch_phase_start(train_config, epoch: int) -> int:
@@ -349,6 +298,7 @@ def train(
     from actrec.train.divergence import DivergenceGuard
     from actrec.train.faults import NanInjection
     from actrec.train.schedule import epoch_plan, learning_rate
+    from actrec.train.trainer import build_trainer
     from actrec.train.validation import validation_plan
 
     validate_recipe(recipe)
@@ -379,7 +329,7 @@ def train(
 
                     recipe = with_saved_decision(recipe, load_recipe(str(run_dir / RECIPE_FILE)))
                 _check_same_recipe(run_dir, recipe)
-                previous_record = _read_record(run_dir)
+                previous_record = read_run_record(run_dir)
         except ActrecError as error:
             refusal = error
     if _agreed_flag(strategy, refusal is not None, cluster.num_workers):
@@ -415,14 +365,14 @@ def train(
             record["holdout"] = validation.to_json(
                 recipe.data.validation_holdout, recipe.runtime.seed
             )
-        write_json_atomic(run_dir / RUN_FILE, record)
+        write_run_record(run_dir, record)
 
     keras.utils.set_random_seed(recipe.runtime.seed)
     if recipe.runtime.deterministic:
         tf.config.experimental.enable_op_determinism()
     # The pipeline stops at decoded uint8 crops; flip, resize and scaling run with the model.
     injection = NanInjection(cluster.task_index, environ)  # ACTREC_INJECT_NAN, tests only
-    trainer = _trainer(
+    trainer = build_trainer(
         strategy, recipe, info.num_classes, injection.wrap(batch_finisher(train_spec))
     )
     divergence = DivergenceGuard(recipe.train)
@@ -450,7 +400,7 @@ def train(
     metrics = _MetricsLog(run_dir, cluster.is_chief)
     if cluster.is_chief and resumed_from:
         _truncate_metrics(metrics.path, trainer.step)
-    best = BestWeights(run_dir / RUN_FILE, cluster.is_chief, trainer.step)
+    best = BestWeights(run_dir, cluster.is_chief, trainer.step)
     if validation.note:
         progress.message(validation.note)
 
@@ -643,9 +593,11 @@ def train(
     finished = not (summary.preempted or summary.stopped_early)
     if cluster.is_chief:
         if finished:
-            summary.weights_path = _save_final_weights(trainer.model, run_dir)
-        record = json.loads((run_dir / RUN_FILE).read_text())
-        record.update(
+            summary.weights_path = save_weights_atomically(
+                trainer.model, run_dir / FINAL_WEIGHTS_FILE
+            )
+        update_run_record(
+            run_dir,
             status="finished" if finished else ("preempted" if summary.preempted else "stopped"),
             global_step=trainer.step,
             all_reduces=trainer.num_all_reduces,
@@ -653,20 +605,10 @@ def train(
             validation=summary.validation,
             recoveries=divergence.recoveries,
         )
-        write_json_atomic(run_dir / RUN_FILE, record)
     summary.elapsed_seconds = time.monotonic() - started
     return summary
 
 
-def _save_final_weights(model, run_dir: Path) -> Path:
-    """model.save_weights to a temporary name, then rename (atomic)."""
-    from actrec.train.best import save_weights_atomically
-
-    return save_weights_atomically(model, run_dir / FINAL_WEIGHTS_FILE)
-
-
 def _record_status(run_dir: Path, status: str, error: str) -> None:
     """run.json's status and the error that stopped the run."""
-    record = _read_record(run_dir)
-    record.update(status=status, error=error)
-    write_json_atomic(run_dir / RUN_FILE, record)
+    update_run_record(run_dir, status=status, error=error)
