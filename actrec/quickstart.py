@@ -125,7 +125,8 @@ def _check_size(size: str) -> QuickstartSize:
 
 def _trained(recipe_name: str, overrides, prepared: Path, run_dir: Path, progress) -> Path:
     from actrec.config import apply_overrides, load_recipe
-    from actrec.train.run import FINAL_WEIGHTS_FILE, train
+    from actrec.runs import FINAL_WEIGHTS_FILE
+    from actrec.train.run import train
 
     if (run_dir / FINAL_WEIGHTS_FILE).is_file():
         progress.message(f"{run_dir} is already trained; kept")

@@ -16,8 +16,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from actrec.errors import ConfigError, DatasetError
-from actrec.train.best import BEST_WEIGHTS_FILE
-from actrec.train.run import FINAL_WEIGHTS_FILE, RECIPE_FILE, RUN_FILE
+from actrec.runs import (
+    BEST_WEIGHTS_FILE,
+    FINAL_WEIGHTS_FILE,
+    RECIPE_FILE,
+    RUN_FILE,
+    load_run_record,
+)
 
 CHECKPOINT_CHOICES = ("final", "best")
 """Which trained weights evaluation and export use: "final" (final.weights.h5, the default:
@@ -58,17 +63,6 @@ class TrainedRun:
         return self.run_dir.name
 
 
-def _read_run_record(run_dir: Path) -> dict:
-    path = run_dir / RUN_FILE
-    try:
-        record = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as error:
-        raise ConfigError(f"{path}: cannot read the run record ({error})") from None
-    if not isinstance(record, dict) or not isinstance(record.get("classes"), list):
-        raise ConfigError(f"{path}: the run record has no class list; is this an actrec run?")
-    return record
-
-
 def _prepare_settings(data_dir: Path | None) -> dict:
     if data_dir is None:
         return {}
@@ -95,7 +89,7 @@ def load_trained_run(run_dir: Path | str, checkpoint: str = "final") -> TrainedR
             f"{run_dir} has no {RECIPE_FILE} / {RUN_FILE}: it is not an actrec run directory; "
             "give the --workdir of `actrec train`"
         )
-    record = _read_run_record(run_dir)
+    record = load_run_record(run_dir)
     if checkpoint not in CHECKPOINT_CHOICES:
         raise ConfigError(
             f"checkpoint {checkpoint!r} is not valid; use one of {', '.join(CHECKPOINT_CHOICES)}"
@@ -150,13 +144,13 @@ def resolve_data_dir(run: TrainedRun, data_dir: Path | str | None) -> Path:
 def build_trained_model(run: TrainedRun, num_segments: int | None = None):
     """The run's keras.Model with its trained weights, for T = `num_segments` (default the
     recipe's): frames [B, T, crop, crop, C] in the stored 0-255 scale -> logits [B, K]."""
-    from actrec.train.run import _model_builder
+    from actrec.models.factory import build_model
 
     recipe = run.recipe
     if num_segments is not None and num_segments != recipe.data.num_segments:
         recipe = replace(recipe, data=replace(recipe.data, num_segments=num_segments))
     recipe = _without_pretrained_weights(recipe)
-    model = _model_builder(recipe, run.num_classes)()
+    model = build_model(recipe.model, recipe.data, run.num_classes)
     try:
         model.load_weights(str(run.weights_path))
     except (ValueError, OSError) as error:

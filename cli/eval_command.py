@@ -15,7 +15,7 @@ PROTOCOL_HELP = "; ".join(f"{name}: {protocol.description}" for name, protocol i
 
 
 def _is_run_directory(path: Path) -> bool:
-    from actrec.train.run import RECIPE_FILE
+    from actrec.runs import RECIPE_FILE
 
     return path.is_dir() and (path / RECIPE_FILE).is_file()
 

@@ -95,8 +95,9 @@ def train(
     import_tensorflow_quietly(start_runtime=False)
     from actrec.config import apply_overrides, load_recipe
     from actrec.errors import ConfigError
+    from actrec.runs import RECIPE_FILE
     from actrec.train.memory import auto_fields, with_batch_size, with_remat
-    from actrec.train.run import PREEMPTED_EXIT_CODE, RECIPE_FILE
+    from actrec.train.preemption import PREEMPTED_EXIT_CODE
     from actrec.train.run import train as train_run
     from actrec.train.strategy import is_chief
 

@@ -89,7 +89,7 @@ def _write_beside(folder: Path, name: str, streams, metadata: dict) -> None:
     write_text_atomic(folder / CLASSES_FILE, "".join(f"{name}\n" for name in metadata["classes"]))
     two_stream = len(streams) == 2
     for stream in streams:
-        from actrec.train.run import RECIPE_FILE
+        from actrec.runs import RECIPE_FILE
 
         text = (stream.run.run_dir / RECIPE_FILE).read_text(encoding="utf-8")
         write_text_atomic(folder / recipe_file_name(stream.modality, two_stream), text)

@@ -1,2 +1,2 @@
 """Training: distribution strategy, batch / learning-rate schedule, the custom loop,
-checkpoints (DESIGN.md §5)."""
+checkpoints, the run (actrec.train.run) and batch probing (actrec.train.memory)."""

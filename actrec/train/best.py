@@ -8,38 +8,32 @@ validation it is, and is how a resumed run knows the score to beat. Only the chi
 
 from __future__ import annotations
 
-import json
 import math
-import os
 from pathlib import Path
 
-from actrec.atomic import write_json_atomic
+from actrec.runs import (
+    BEST_WEIGHTS_FILE,
+    read_run_record,
+    save_weights_atomically,
+    write_run_record,
+)
 
-BEST_WEIGHTS_FILE = "best.weights.h5"
 BEST_KEY = "best"
-
-
-def save_weights_atomically(model, path: Path) -> Path:
-    """model.save_weights to a temporary name in the same folder, then rename."""
-    temporary = path.with_name(f".{path.name.removesuffix('.weights.h5')}.tmp.weights.h5")
-    model.save_weights(str(temporary))
-    os.replace(temporary, path)
-    return path
 
 
 class BestWeights:
     """The best validation so far, its weights file and its entry in the run record.
 
-    record_path: RUN/run.json; its "best" entry is read (resumed runs), kept up to date and
-    dropped with the file when it comes from beyond `resumed_step` (a resume from an older
-    checkpoint redoes that part).
+    run_dir: the run folder; run.json's "best" entry is read (resumed runs), kept up to date
+    and dropped with the file when it comes from beyond `resumed_step` (a resume from an
+    older checkpoint redoes that part).
     """
 
-    def __init__(self, record_path: Path, is_chief: bool, resumed_step: int):
-        self.record_path = Path(record_path)
-        self.path = self.record_path.parent / BEST_WEIGHTS_FILE
+    def __init__(self, run_dir: Path, is_chief: bool, resumed_step: int):
+        self.run_dir = Path(run_dir)
+        self.path = self.run_dir / BEST_WEIGHTS_FILE
         self.is_chief = is_chief
-        previous = self._record().get(BEST_KEY) if is_chief else None
+        previous = read_run_record(self.run_dir).get(BEST_KEY) if is_chief else None
         valid = isinstance(previous, dict) and previous.get("global_step", 0) <= resumed_step
         self.best = previous if valid else None
         if is_chief and not valid:
@@ -66,17 +60,10 @@ class BestWeights:
             self._write_entry()
         return True
 
-    def _record(self) -> dict:
-        try:
-            record = json.loads(self.record_path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return {}
-        return record if isinstance(record, dict) else {}
-
     def _write_entry(self) -> None:
-        record = self._record()
+        record = read_run_record(self.run_dir)
         if self.best is None:
             record.pop(BEST_KEY, None)
         else:
             record[BEST_KEY] = self.best
-        write_json_atomic(self.record_path, record)
+        write_run_record(self.run_dir, record)

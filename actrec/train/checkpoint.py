@@ -14,9 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from actrec.errors import ConfigError
-
-CHECKPOINT_DIR = "checkpoints"
-SCRATCH_DIR = ".worker-checkpoints"
+from actrec.runs import CHECKPOINT_DIR, SCRATCH_DIR
 
 
 @dataclass(frozen=True)

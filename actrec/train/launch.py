@@ -2,7 +2,7 @@
 
 Each worker gets its own TF_CONFIG (`{"cluster": {"worker": [...]}, "task": {"type":
 "worker", "index": i}}` over free localhost ports) and, on a machine with GPUs, its own
-GPU (`CUDA_VISIBLE_DEVICES=i`: one process per accelerator, DESIGN.md §5). The workers'
+GPU (`CUDA_VISIBLE_DEVICES=i`: one process per accelerator). The workers'
 output is streamed line by line, prefixed "[worker i] ". When any worker exits non-zero,
 when the timeout passes, or on Ctrl-C, the other workers are stopped (SIGTERM to their
 process group, SIGKILL after a grace period), so a crashed worker never leaves its peers

@@ -1,4 +1,4 @@
-"""The custom distributed training loop (DESIGN.md §5): synchronous all-reduce and
+"""The custom distributed training loop: synchronous all-reduce and
 K-step averaging over the same tf.distribute collectives.
 
 Keras 3's `model.fit` fails under MultiWorkerMirroredStrategy (keras-team/keras#20585),
@@ -31,23 +31,33 @@ accumulation steps of micro-batch b; the model maps clips [b, ...] to logits [b,
 from __future__ import annotations
 
 import contextlib
-import math
-import numbers
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from actrec.config.choices import MIXED_PRECISIONS
 from actrec.config.choices import SYNCS as SYNC_MODES
 from actrec.errors import ConfigError
+from actrec.train.accumulation import checked_accumulation_steps, summed_gradients
+from actrec.train.averaging import (
+    average_round,
+    broadcast_from_first_worker,
+    model_float_variables,
+    moment_variables,
+    variables_to_average,
+)
 from actrec.train.optimizer import (
     OptimizerSettings,
     build_optimizer,
     check_choice,
 )
+from actrec.train.step_statistics import (
+    EXAMPLES,
+    batch_statistics,
+    loss_and_accuracy,
+    per_example_loss,
+)
 
 KERAS_POLICIES = {"none": None, "float16": "mixed_float16", "bfloat16": "mixed_bfloat16"}
-# Positions in the statistics vector [3] each step / evaluation batch yields.
-LOSS_SUM, CORRECT, EXAMPLES = 0, 1, 2
 
 
 @dataclass(frozen=True)
@@ -67,25 +77,6 @@ class SyncSettings:
             raise ConfigError(
                 f"kavg_steps={self.kavg_steps!r} is not valid; use a whole number >= 1"
             )
-
-
-def _inner_optimizer(optimizer):
-    return getattr(optimizer, "inner_optimizer", optimizer)
-
-
-def _is_float(variable) -> bool:
-    import tensorflow as tf
-
-    return tf.as_dtype(variable.dtype).is_floating
-
-
-def _moment_variables(optimizer) -> list:
-    """The optimizer's float state per model variable (Adam's moments), not its rate."""
-    inner = _inner_optimizer(optimizer)
-    rate = inner.learning_rate
-    return [
-        variable for variable in inner.variables if _is_float(variable) and variable is not rate
-    ]
 
 
 @contextlib.contextmanager
@@ -108,13 +99,6 @@ def _replicas_per_worker(strategy) -> int:
         return len(strategy.extended.worker_devices)
     except (RuntimeError, NotImplementedError):  # the default strategy has no device list
         return 1
-
-
-def _variable_tensor(variable):
-    """The current value of a Keras (or tf) variable as a tensor."""
-    import tensorflow as tf
-
-    return tf.identity(getattr(variable, "value", variable))
 
 
 class DistributedTrainer:
@@ -192,7 +176,9 @@ class DistributedTrainer:
         self.num_all_reduces = 0
         self.num_traces = 0
         self._steps_since_average = 0
-        self._averaged_variables = self._variables_to_average()
+        self._averaged_variables = variables_to_average(
+            self.model, self.optimizer, self.optimizer_settings, self.local_updates
+        )
         # The adaptive schedule changes the batch size: after the first change, one
         # shape-relaxed trace serves every later size (the global batch is read dynamically).
         self._train_function = tf.function(self._compiled_train_step, reduce_retracing=True)
@@ -215,47 +201,10 @@ class DistributedTrainer:
                 "trainable variables"
             )
 
-    def _model_float_variables(self) -> list:
-        """Trainable weights and BatchNorm moving statistics (not seed-generator state)."""
-        return [
-            variable
-            for variable in self.model.variables
-            if _is_float(variable) and "seed_generator" not in variable.path
-        ]
-
-    def _variables_to_average(self) -> list:
-        if not self.local_updates:
-            # Under allreduce the trainable weights stay identical; each replica updates
-            # its own copy of the non-trainable statistics (BatchNorm moving mean /
-            # variance, aggregation "none"), which synchronize() averages.
-            trainable = {id(variable) for variable in self.model.trainable_variables}
-            return [
-                variable
-                for variable in self._model_float_variables()
-                if id(variable) not in trainable
-            ]
-        variables = self._model_float_variables()
-        if self.optimizer_settings.name == "adam" and self.optimizer_settings.adam_state == (
-            "average"
-        ):
-            variables += _moment_variables(self.optimizer)
-        return variables
-
     def _broadcast_from_first_worker(self) -> None:
         """kavg: every worker starts from worker 0's values (one collective)."""
-        import tensorflow as tf
-
-        variables = self._model_float_variables() + _moment_variables(self.optimizer)
-
-        def broadcast():
-            context = tf.distribute.get_replica_context()
-            is_first = tf.equal(context.replica_id_in_sync_group, 0)
-            values = [_variable_tensor(variable) for variable in variables]
-            shares = [tf.where(is_first, value, tf.zeros_like(value)) for value in values]
-            for variable, value in zip(variables, context.all_reduce("SUM", shares), strict=True):
-                variable.assign(value)
-
-        tf.function(lambda: self.strategy.run(broadcast))()
+        variables = model_float_variables(self.model) + moment_variables(self.optimizer)
+        broadcast_from_first_worker(self.strategy, variables)
 
     # --- public API -------------------------------------------------------------------
 
@@ -303,7 +252,7 @@ class DistributedTrainer:
         allreduce: loss / accuracy are global (all replicas, from the gradient
         all-reduce). kavg: they are this worker's own (local steps do not communicate).
         """
-        accumulation_steps = self._checked_accumulation_steps(batch, accumulation_steps)
+        accumulation_steps = checked_accumulation_steps(self.strategy, batch, accumulation_steps)
         self.optimizer.learning_rate = float(learning_rate)
         statistics = self._train_function(batch, accumulation_steps)
         if not self.local_updates:
@@ -313,7 +262,7 @@ class DistributedTrainer:
             self._steps_since_average += 1
             if self.step % self.sync.kavg_steps == 0:
                 self._average_now()
-        return self._loss_and_accuracy(statistics.numpy())
+        return loss_and_accuracy(statistics.numpy())
 
     def synchronize(self) -> None:
         """Make every worker's model identical now (every worker must call it).
@@ -349,63 +298,11 @@ class DistributedTrainer:
         if local_totals is None:
             local_totals = [tf.zeros([3])] * self.replicas_per_worker
         totals = self._global_sum(local_totals).numpy()
-        values = self._loss_and_accuracy(totals)
+        values = loss_and_accuracy(totals)
         values["num_examples"] = round(float(totals[EXAMPLES]))
         return values
 
     # --- steps --------------------------------------------------------------------------
-
-    def _checked_accumulation_steps(self, batch, accumulation_steps) -> int:
-        if (
-            isinstance(accumulation_steps, bool)
-            or not isinstance(accumulation_steps, numbers.Integral)
-            or accumulation_steps < 1
-        ):
-            raise ConfigError(
-                f"accumulation_steps={accumulation_steps!r} is not valid; use a whole number >= 1"
-            )
-        accumulation_steps = int(accumulation_steps)  # a Python int: one trace per value
-        labels = self.strategy.experimental_local_results(batch[1])[0]
-        size = labels.shape[0]
-        if size is not None and size % accumulation_steps:
-            raise ConfigError(
-                f"a replica's batch of {size} examples cannot be split into "
-                f"{accumulation_steps} equal micro-batches; make the per-replica batch "
-                "per_replica_batch * accumulation_steps"
-            )
-        return accumulation_steps
-
-    @staticmethod
-    def _loss_and_accuracy(statistics) -> dict[str, float]:
-        examples = float(statistics[EXAMPLES])
-        if examples <= 0:
-            return {"loss": math.nan, "accuracy": math.nan}
-        return {
-            "loss": float(statistics[LOSS_SUM]) / examples,
-            "accuracy": float(statistics[CORRECT]) / examples,
-        }
-
-    def _per_example_loss(self, labels, logits):
-        """Cross-entropy from logits [B, classes] float32 of int labels [B]: [B]."""
-        import tensorflow as tf
-
-        if not self.label_smoothing:
-            return tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
-        classes = tf.shape(logits)[-1]
-        smoothing = self.label_smoothing
-        targets = tf.one_hot(labels, classes) * (1.0 - smoothing) + smoothing / tf.cast(
-            classes, tf.float32
-        )
-        return tf.nn.softmax_cross_entropy_with_logits(labels=targets, logits=logits)
-
-    def _batch_statistics(self, labels, logits, per_example_loss):
-        """[loss sum, correct, examples] float32 [3] of one batch."""
-        import tensorflow as tf
-
-        predictions = tf.argmax(logits, axis=-1, output_type=tf.int32)
-        correct = tf.reduce_sum(tf.cast(tf.equal(predictions, labels), tf.float32))
-        examples = tf.cast(tf.size(labels), tf.float32)
-        return tf.stack([tf.reduce_sum(per_example_loss), correct, examples])
 
     def _micro_batch_gradients(self, clips, labels, global_batch, accumulation_steps):
         """(gradients of the global-mean loss share of clips [b, ...], statistics [3])."""
@@ -415,8 +312,8 @@ class DistributedTrainer:
         with tf.GradientTape() as tape:
             logits = tf.cast(self.model(clips, training=True), tf.float32)  # [b, classes]
             labels = tf.cast(labels, tf.int32)
-            per_example_loss = self._per_example_loss(labels, logits)  # [b]
-            loss = tf.reduce_sum(per_example_loss) / global_batch
+            losses = per_example_loss(labels, logits, self.label_smoothing)  # [b]
+            loss = tf.reduce_sum(losses) / global_batch
             if self.model.losses:  # regularisers: counted once over replicas and micro-batches
                 replicas = 1 if self.local_updates else self.num_replicas_in_sync
                 loss += tf.add_n(self.model.losses) / float(replicas * accumulation_steps)
@@ -428,47 +325,16 @@ class DistributedTrainer:
             else tf.convert_to_tensor(gradient)
             for gradient, variable in zip(gradients, variables, strict=True)
         ]
-        return gradients, self._batch_statistics(labels, logits, per_example_loss)
+        return gradients, batch_statistics(labels, logits, losses)
 
     def _summed_gradients(self, clips, labels, accumulation_steps):
-        """Gradients summed over the micro-batches of one replica's batch, statistics [3].
-
-        clips [k * b, ...] -> [k, b, ...]; labels [k * b] -> [k, b]. A tf.while_loop with
-        parallel_iterations=1 runs the micro-batches one after another, so only one
-        micro-batch's activations are alive at a time.
-        """
-        import tensorflow as tf
-
-        replica_batch = tf.shape(labels)[0]
+        """Gradients summed over the micro-batches of one replica's batch, statistics [3]
+        (actrec.train.accumulation)."""
         replicas = 1 if self.local_updates else self.num_replicas_in_sync
-        global_batch = tf.cast(replica_batch * replicas, tf.float32)
-        if accumulation_steps == 1:
-            return self._micro_batch_gradients(clips, labels, global_batch, 1)
-        micro_batch = replica_batch // accumulation_steps
-        micro_clips = tf.reshape(  # [k * b, ...] -> [k, b, ...]
-            clips, tf.concat([[accumulation_steps, micro_batch], tf.shape(clips)[1:]], axis=0)
-        )
-        micro_labels = tf.reshape(labels, [accumulation_steps, micro_batch])  # [k, b]
         variables = self.model.trainable_variables
-
-        def body(index, gradient_sums, statistics_sum):
-            gradients, statistics = self._micro_batch_gradients(
-                micro_clips[index], micro_labels[index], global_batch, accumulation_steps
-            )
-            sums = [
-                total + gradient for total, gradient in zip(gradient_sums, gradients, strict=True)
-            ]
-            return index + 1, sums, statistics_sum + statistics
-
-        initial = (
-            tf.constant(0),
-            [tf.zeros(variable.shape, variable.dtype) for variable in variables],
-            tf.zeros([3]),
+        return summed_gradients(
+            self._micro_batch_gradients, variables, clips, labels, accumulation_steps, replicas
         )
-        _, gradients, statistics = tf.while_loop(
-            lambda index, *_: index < accumulation_steps, body, initial, parallel_iterations=1
-        )
-        return gradients, statistics
 
     def _replica_train_step(self, clips, labels, accumulation_steps):
         """One replica's part of a step: gradients, (all-reduce,) update; statistics [3]."""
@@ -496,26 +362,12 @@ class DistributedTrainer:
 
     def _compiled_average(self):
         """One averaging round: every replica's variables <- their mean over replicas."""
-        import tensorflow as tf
-
-        variables = self._averaged_variables
         reset = (
             self.local_updates
             and self.optimizer_settings.name == "adam"
             and self.optimizer_settings.adam_state == "reset"
         )
-
-        def average():
-            context = tf.distribute.get_replica_context()
-            values = [_variable_tensor(variable) for variable in variables]
-            for variable, mean in zip(variables, context.all_reduce("MEAN", values), strict=True):
-                variable.assign(mean)
-            if reset:
-                for moment in _moment_variables(self.optimizer):
-                    moment.assign(tf.zeros(moment.shape, moment.dtype))
-                _inner_optimizer(self.optimizer).iterations.assign(0)
-
-        self.strategy.run(average)
+        average_round(self.strategy, self._averaged_variables, self.optimizer, reset)
 
     def _average_now(self) -> None:
         self._average_function()
@@ -527,7 +379,8 @@ class DistributedTrainer:
 
         logits = tf.cast(self.model(clips, training=False), tf.float32)
         labels = tf.cast(labels, tf.int32)
-        return self._batch_statistics(labels, logits, self._per_example_loss(labels, logits))
+        losses = per_example_loss(labels, logits, self.label_smoothing)
+        return batch_statistics(labels, logits, losses)
 
     def _compiled_evaluation_sums(self, batch):
         clips, labels = batch[0], batch[1]

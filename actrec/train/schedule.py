@@ -1,4 +1,4 @@
-"""The adaptive batch-size schedule and the learning rate that follows it (DESIGN.md §5).
+"""The adaptive batch-size schedule and the learning rate that follows it.
 
 Global batch of epoch e (B_0 = train.batch_size, rho = train.batch_growth,
 T = train.batch_growth_every, B_max = train.max_batch_size):

@@ -1,7 +1,6 @@
 """The tf.distribute strategy of a training process, and the cluster it belongs to.
 
-This is the one place where the library reads the environment for distribution
-(DESIGN.md §1, §5):
+This is the one place where the library reads the environment for distribution:
 
 - `TF_CONFIG` (JSON): `{"cluster": {"worker": ["host:port", ...]}, "task": {"type":
   "worker", "index": i}}`, optionally with one `"chief"` task, which counts as a worker

@@ -1,0 +1,200 @@
+"""The epochs of a run: the optimizer steps, checkpoints, preemption and divergence checks
+of each epoch, then its validation.
+
+Each epoch follows the adaptive schedule's plan (actrec.train.schedule.epoch_plan). Every
+worker runs this; the chief alone writes metrics, the best weights and checkpoints kept.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from actrec.train.preemption import TerminationFlag
+
+
+@dataclass
+class Session:
+    """The parts one call of `train` works with (built in actrec.train.run)."""
+
+    recipe: object
+    prepared_dir: Path
+    data: object  # actrec.train.training_data.TrainingData
+    cluster: object
+    trainer: object
+    divergence: object  # actrec.train.divergence.DivergenceGuard
+    checkpoints: object  # actrec.train.checkpoint.RunCheckpoints
+    injection: object  # actrec.train.faults.NanInjection
+    batches: object  # actrec.train.input_pipelines.PhaseBatches
+    progress: object
+    termination: TerminationFlag = field(default_factory=TerminationFlag)
+    metrics: object = None  # actrec.train.metrics_log.MetricsLog
+    best: object = None  # actrec.train.best.BestWeights
+    stop_after_steps: int | None = None
+    steps_this_call: int = 0
+
+
+def run_epochs(session: Session, position, summary) -> None:
+    """Train from `position` to the last epoch, or until preempted or out of steps; fills
+    `summary` (epochs_done, preempted, stopped_early, validation)."""
+    from actrec.train.schedule import epoch_plan
+
+    recipe, trainer = session.recipe, session.trainer
+    replicas = trainer.num_replicas_in_sync
+    for epoch in range(position.epoch, recipe.train.epochs):
+        plan = epoch_plan(recipe.train, recipe.runtime, epoch, replicas, session.data.train_videos)
+        first_step = position.step_in_epoch if epoch == position.epoch else 0
+        if first_step == 0:
+            _log_epoch_start(session, epoch, plan)
+        if _train_epoch(session, epoch, plan, first_step, summary):
+            break  # stopped mid-epoch
+        summary.epochs_done = epoch + 1
+        if summary.preempted:  # SIGTERM on an epoch's last step: its checkpoint is saved
+            break
+        every_validation = recipe.runtime.validate_every_epochs
+        if (
+            session.data.validation.split
+            and every_validation
+            and ((epoch + 1) % every_validation == 0 or epoch + 1 == recipe.train.epochs)
+        ):
+            _validate(session, epoch, plan, summary)
+        stop_after_steps = session.stop_after_steps
+        if stop_after_steps is not None and session.steps_this_call >= stop_after_steps:
+            summary.stopped_early = epoch + 1 < recipe.train.epochs
+            break
+
+
+def _log_epoch_start(session: Session, epoch: int, plan) -> None:
+    from actrec.train.schedule import learning_rate
+
+    session.metrics.write(
+        "epoch",
+        session.trainer.step,
+        epoch=epoch,
+        global_batch=plan.global_batch,
+        per_replica_batch=plan.per_replica_batch,
+        accumulation_steps=plan.accumulation_steps,
+        steps_per_epoch=plan.steps_per_epoch,
+        lr=learning_rate(session.recipe.train, epoch, 0, plan.steps_per_epoch),
+    )
+
+
+def _train_epoch(session: Session, epoch: int, plan, first_step: int, summary) -> bool:
+    """The optimizer steps of `epoch` from `first_step`; whether training stopped before the
+    epoch's end (preempted or out of steps)."""
+    from actrec.train.checkpoint import Position
+    from actrec.train.input_pipelines import batch_phase_start
+    from actrec.train.schedule import learning_rate
+
+    recipe, trainer, divergence = session.recipe, session.trainer, session.divergence
+    progress = session.progress
+    batches = session.batches.for_epoch(epoch, plan, first_step)
+    description = f"epoch {epoch + 1}/{recipe.train.epochs}"
+    progress.start(description, plan.steps_per_epoch)
+    stopped_mid_epoch = False
+    progress.advance(first_step)
+    step = first_step  # optimizer steps done in this epoch
+    while step < plan.steps_per_epoch:
+        rate = learning_rate(recipe.train, epoch, step, plan.steps_per_epoch)
+        rate *= divergence.lr_scale
+        step_started = time.monotonic()
+        session.injection.arm(trainer.step + 1)
+        values = trainer.train_step(next(batches), rate, plan.accumulation_steps)
+        step += 1
+        clips_per_second = plan.global_batch / max(time.monotonic() - step_started, 1e-9)
+        session.steps_this_call += 1
+        divergence.observe(values["loss"])
+        _show_step(session, epoch, step, plan, values, rate, clips_per_second)
+        stop_after_steps = session.stop_after_steps
+        budget_spent = stop_after_steps is not None and session.steps_this_call >= stop_after_steps
+        every = recipe.runtime.checkpoint_every_steps
+        saving = budget_spent or (every > 0 and trainer.step % every == 0)
+        saving = saving or step == plan.steps_per_epoch
+        # kavg workers communicate only every K steps (and before a checkpoint); so do
+        # the preemption and divergence checks.
+        communicate = recipe.train.sync == "allreduce" or (
+            trainer.step % recipe.train.kavg_steps == 0
+        )
+        stop, diverged = divergence.check(
+            trainer, session.termination.raised, communicate, saving, session.cluster.num_workers
+        )
+        if diverged:
+            where = {"epoch": epoch, "step": step, "workers": diverged}
+            restored = divergence.roll_back(
+                session.checkpoints,
+                trainer,
+                where,
+                session.metrics,
+                progress,
+                session.data.info.num_classes,
+            )
+            step = restored.step_in_epoch
+            progress.start(description, plan.steps_per_epoch)
+            progress.advance(step)
+            if not stop:
+                continue  # else the recovery is checkpointed before stopping
+        if saving or stop:
+            end_of_epoch = step == plan.steps_per_epoch
+            if end_of_epoch and batch_phase_start(recipe.train, epoch + 1) == epoch + 1:
+                divergence.new_phase()  # the next epoch reads a new input stream
+            saved = Position(epoch + 1, 0) if end_of_epoch else Position(epoch, step)
+            session.checkpoints.save(saved, trainer.step)
+        summary.preempted = summary.preempted or bool(stop)
+        if (stop or budget_spent) and step < plan.steps_per_epoch:
+            summary.stopped_early = not stop
+            stopped_mid_epoch = True
+            break
+    progress.finish()
+    return stopped_mid_epoch
+
+
+def _show_step(session: Session, epoch, step, plan, values, rate, clips_per_second) -> None:
+    """The step's progress line, and its metrics line every runtime.log_every_steps."""
+    trainer = session.trainer
+    session.progress.advance(1, clips=plan.global_batch)
+    session.progress.show(
+        loss=values["loss"],
+        accuracy=values["accuracy"],
+        lr=rate,
+        batch=plan.global_batch,
+        **session.divergence.shown(),
+    )
+    if trainer.step % session.recipe.runtime.log_every_steps == 0:
+        session.metrics.write(
+            "train",
+            trainer.step,
+            epoch=epoch,
+            step=step,
+            loss=values["loss"],
+            accuracy=values["accuracy"],
+            lr=rate,
+            global_batch=plan.global_batch,
+            clips_per_second=clips_per_second,
+        )
+
+
+def _validate(session: Session, epoch: int, plan, summary) -> None:
+    """Validate after `epoch`, keep the best weights, log and show the result."""
+    from actrec.runs import BEST_WEIGHTS_FILE
+    from actrec.train.input_pipelines import validation_dataset
+
+    trainer, validation = session.trainer, session.data.validation
+    eval_batch = max(1, plan.per_replica_batch)
+    dataset = validation_dataset(session.prepared_dir, session.data, eval_batch)
+    summary.validation = trainer.evaluate(trainer.distribute(dataset))
+    is_best = session.best.update(
+        trainer.model, epoch, trainer.step, validation.name, summary.validation
+    )
+    session.metrics.write(
+        "validation",
+        trainer.step,
+        epoch=epoch,
+        split=validation.name,
+        **summary.validation,
+    )
+    session.progress.message(
+        f"epoch {epoch + 1}: {validation.name} accuracy "
+        f"{summary.validation['accuracy']:.3f}, loss {summary.validation['loss']:.4f}"
+        + (f" (best so far: {BEST_WEIGHTS_FILE})" if is_best else "")
+    )

@@ -1,0 +1,96 @@
+"""The input pipelines of a run: one training pipeline per batch-size phase, and validation.
+
+Each batch-size phase of the schedule (the epochs that share a global batch) reads one
+input stream seeded by the phase's first epoch. A resumed run starts it after the batches
+the phase has used (and those divergence recoveries skipped): the data order is a function
+of the example index, so nothing skipped is read or decoded (actrec.data.order).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def batch_phase_start(train_config, epoch: int) -> int:
+    """The first epoch of the run of epochs that share `epoch`'s global batch."""
+    from actrec.train.schedule import global_batch_size
+
+    batch = global_batch_size(train_config, epoch)
+    while epoch > 0 and global_batch_size(train_config, epoch - 1) == batch:
+        epoch -= 1
+    return epoch
+
+
+def epoch_seed(seed: int, epoch: int) -> int:
+    """The input pipeline's seed of the phase starting at `epoch`."""
+    return seed * 100_003 + epoch
+
+
+class PhaseBatches:
+    """The training batches of the current batch-size phase, rebuilt when a phase starts.
+
+    clips_decoded: a tf.Variable counting the clips this process's pipelines decode.
+    """
+
+    def __init__(self, recipe, prepared_dir: Path, data, trainer, divergence, clips_decoded):
+        self.recipe, self.prepared_dir, self.data = recipe, prepared_dir, data
+        self.trainer, self.divergence = trainer, divergence
+        self.clips_decoded = clips_decoded
+        self.batches, self.current_phase = None, None
+
+    def for_epoch(self, epoch: int, plan, first_step: int):
+        """The iterator of distributed batches for `epoch`, starting at `first_step`."""
+        phase_start = batch_phase_start(self.recipe.train, epoch)
+        if self.batches is None or phase_start != self.current_phase:
+            self.current_phase = phase_start
+            used = (epoch - phase_start) * plan.steps_per_epoch + first_step
+            used += self.divergence.data_skip
+            replica_batch = plan.per_replica_batch * plan.accumulation_steps
+            seed = epoch_seed(self.recipe.runtime.seed, phase_start)
+            dataset = self._training_dataset(seed, replica_batch, used)
+            self.batches = iter(self.trainer.distribute(dataset))
+        return self.batches
+
+    def _training_dataset(self, seed: int, batch: int, steps: int):
+        recipe, data = self.recipe, self.data
+
+        def train_dataset(context):
+            from actrec.data.pipeline import build_dataset
+
+            # each step takes one batch per replica this input pipeline feeds
+            replicas = context.num_replicas_in_sync // context.num_input_pipelines
+            return build_dataset(
+                self.prepared_dir,
+                recipe.data.train_split,
+                data.train_spec,
+                batch,
+                training=True,
+                seed=seed,
+                input_context=context,
+                repeat=True,
+                start_example=steps * batch * replicas,
+                finish_on_device=True,
+                decode_counter=self.clips_decoded,
+                skip_videos=data.validation.held_out,
+            )
+
+        return train_dataset
+
+
+def validation_dataset(prepared_dir: Path, data, batch: int):
+    """The function of an input context that builds the validation split's dataset."""
+
+    def eval_dataset(context):
+        from actrec.data.pipeline import build_dataset
+
+        return build_dataset(
+            prepared_dir,
+            data.validation.split,
+            data.eval_spec,
+            batch,
+            training=False,
+            input_context=context,
+            only_videos=data.validation.held_out or None,
+        )
+
+    return eval_dataset

@@ -1,0 +1,96 @@
+"""The run folder at the start of `train`: a new run, or one to resume, and where it resumes.
+
+Only the chief judges the folder (the others would race with its writes); its verdict
+reaches every worker, so a refused run stops them all instead of leaving them waiting in
+their first collective.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from actrec.errors import ActrecError, ConfigError, OutputError
+from actrec.runs import RECIPE_FILE, read_run_record
+from actrec.train.collectives import agreed_flag
+
+
+def check_run_directory(run_dir: Path, resume: str | None) -> bool:
+    """Whether `run_dir` holds a run to resume; OutputError when it cannot be used."""
+    if run_dir.exists() and not run_dir.is_dir():
+        raise OutputError(f"--workdir {run_dir} is a file; pass a folder (created if missing)")
+    has_run = (run_dir / RECIPE_FILE).exists()
+    if has_run and resume is None:
+        raise OutputError(
+            f"{run_dir} already holds a training run; add --resume to continue it, or choose "
+            "a new --workdir (a trained run is never overwritten)"
+        )
+    if not has_run and run_dir.exists() and any(run_dir.iterdir()):
+        raise OutputError(
+            f"--workdir {run_dir} is not empty and holds no actrec run; choose an empty or new "
+            "folder"
+        )
+    return has_run
+
+
+def check_same_recipe(run_dir: Path, recipe) -> None:
+    """ConfigError naming the differences when `recipe` is not the one `run_dir` trained."""
+    from actrec.config import load_recipe, recipe_to_dict
+
+    saved = load_recipe(str(run_dir / RECIPE_FILE))
+    old, new = recipe_to_dict(saved), recipe_to_dict(recipe)
+    differences = [
+        f"{section}.{key}: {old[section].get(key)!r} -> {new[section].get(key)!r}"
+        for section in ("data", "model", "train")
+        for key in sorted(set(old[section]) | set(new[section]))
+        if old[section].get(key) != new[section].get(key)
+    ]
+    if differences:
+        raise ConfigError(
+            f"{run_dir} was trained with a different recipe ({'; '.join(differences[:5])}); "
+            "resume without --recipe/--set to continue it as it was, or train into a new "
+            "--workdir"
+        )
+
+
+def open_run_directory(strategy, recipe, cluster, run_dir: Path, resume: str | None):
+    """(recipe, has_run, the previous run.json): the chief's verdict on `run_dir`, agreed by
+    every worker. A resumed run's recipe takes the auto batch numbers its recipe.yaml holds."""
+    from actrec.config import load_recipe
+    from actrec.train.memory import auto_fields, with_saved_decision
+
+    has_run, refusal, previous_record = False, None, {}
+    if cluster.is_chief:
+        try:
+            has_run = check_run_directory(run_dir, resume)
+            if has_run:
+                if auto_fields(recipe):  # the run's recipe.yaml holds the numbers it chose
+                    recipe = with_saved_decision(recipe, load_recipe(str(run_dir / RECIPE_FILE)))
+                check_same_recipe(run_dir, recipe)
+                previous_record = read_run_record(run_dir)
+        except ActrecError as error:
+            refusal = error
+    if agreed_flag(strategy, refusal is not None, cluster.num_workers):
+        raise refusal or OutputError(
+            f"the chief worker refused --workdir {run_dir}; its output says why"
+        )
+    return recipe, has_run, previous_record
+
+
+def restore_position(checkpoints, resume: str | None, trainer, divergence, num_classes, progress):
+    """(Position, the checkpoint resumed from or None): the trainer restored from `resume`
+    ("latest" or a checkpoint path), or a new run at its start."""
+    from actrec.train.checkpoint import Position
+
+    position = Position(0, 0)
+    resumed_from = None
+    if resume is not None and (resume != "latest" or checkpoints.latest_path() is not None):
+        resumed_from = None if resume == "latest" else resume
+        position = checkpoints.restore(resumed_from, expected_classes=num_classes)
+        resumed_from = resumed_from or checkpoints.latest_path()
+        progress.message(
+            f"resumed from {resumed_from}: epoch {position.epoch + 1}, "
+            f"step {position.step_in_epoch}"
+        )
+    elif divergence.enabled:  # a divergence before the first save needs a state to return to
+        checkpoints.save(position, trainer.step)
+    return position, resumed_from

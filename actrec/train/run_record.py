@@ -1,0 +1,60 @@
+"""What `train` writes into the run folder's run.json (through actrec.runs): the record at
+the start, the final record, and the status of a run stopped by an error. Chief only."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from actrec import __version__
+from actrec.runs import RECIPE_FILE, update_run_record, write_run_record
+
+
+def start_run_folder(
+    run_dir: Path, recipe, prepared_dir: Path, data, cluster, has_run, decision, previous
+) -> None:
+    """Create `run_dir`, write recipe.yaml (a new run) and run.json's "training" record:
+    `data` (actrec.train.training_data.TrainingData), the batch `decision` (or the one of
+    the `previous` record), the best validation so far and the validation hold-out."""
+    from actrec.config import dump_recipe
+
+    run_dir.mkdir(parents=True, exist_ok=True)
+    if not has_run:
+        dump_recipe(recipe, run_dir / RECIPE_FILE)
+    record = {
+        "actrec": __version__,
+        "data": str(prepared_dir.resolve()),
+        "classes": list(data.info.classes),
+        "num_classes": data.info.num_classes,
+        "status": "training",
+        "workers": cluster.num_workers,
+    }
+    if decision is not None:
+        record["batch_decision"] = decision.to_json()
+    elif "batch_decision" in previous:
+        record["batch_decision"] = previous["batch_decision"]
+    if "best" in previous:  # checked against the resumed step by BestWeights
+        record["best"] = previous["best"]
+    if data.validation.held_out:
+        record["holdout"] = data.validation.to_json(
+            recipe.data.validation_holdout, recipe.runtime.seed
+        )
+    write_run_record(run_dir, record)
+
+
+def finish_run_record(run_dir: Path, summary, divergence) -> None:
+    """run.json's status ("finished", "preempted" or "stopped") and final numbers."""
+    finished = not (summary.preempted or summary.stopped_early)
+    update_run_record(
+        run_dir,
+        status="finished" if finished else ("preempted" if summary.preempted else "stopped"),
+        global_step=summary.global_step,
+        all_reduces=summary.num_all_reduces,
+        epochs_done=summary.epochs_done,
+        validation=summary.validation,
+        recoveries=divergence.recoveries,
+    )
+
+
+def record_status(run_dir: Path, status: str, error: str) -> None:
+    """run.json's status and the error that stopped the run."""
+    update_run_record(run_dir, status=status, error=error)

@@ -1,0 +1,56 @@
+"""The prepared data a run trains on, checked before training starts.
+
+Shard sizes are checked at start (a damaged shard is named before training); validation
+never reads the test split (actrec.train.validation).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from actrec.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class TrainingData:
+    """What `train` reads from the prepared folder.
+
+    info: the prepared folder's classes and videos per split (actrec.data.pipeline.dataset_info).
+    train_spec / eval_spec: the clip specs of training and validation.
+    train_videos: training videos, less the validation hold-out.
+    validation: actrec.train.validation.ValidationPlan.
+    splits_read: the splits training reads (named when a shard turns out damaged).
+    """
+
+    info: object
+    train_spec: object
+    eval_spec: object
+    train_videos: int
+    validation: object
+    splits_read: list[str]
+
+
+def check_training_data(recipe, prepared_dir: Path) -> TrainingData:
+    """`prepared_dir` checked against `recipe`; ConfigError / DatasetError when it cannot
+    be trained on."""
+    from actrec.data.clip_spec import clip_spec
+    from actrec.data.integrity import check_shard_sizes
+    from actrec.data.manifest import read_manifest
+    from actrec.data.pipeline import check_clip_spec, dataset_info
+    from actrec.train.validation import validation_plan
+
+    info = dataset_info(prepared_dir)
+    train_spec, eval_spec = clip_spec(recipe, training=True), clip_spec(recipe, training=False)
+    check_clip_spec(info, train_spec)
+    train_videos = info.num_videos.get(recipe.data.train_split, 0)
+    if not train_videos:
+        raise ConfigError(
+            f"{prepared_dir} has no videos in the {recipe.data.train_split!r} split; it has "
+            f"{', '.join(f'{k} ({v})' for k, v in info.num_videos.items())}"
+        )
+    validation = validation_plan(recipe, read_manifest(prepared_dir))
+    train_videos -= len(validation.held_out)
+    splits_read = sorted({recipe.data.train_split, validation.split} - {None})
+    check_shard_sizes(prepared_dir, splits_read)  # a damaged shard is named before training
+    return TrainingData(info, train_spec, eval_spec, train_videos, validation, splits_read)
