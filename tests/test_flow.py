@@ -142,9 +142,9 @@ def test_bound_and_beyond_saturate():
 
 
 def design_formula(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(exact value, level) of DESIGN.md's q = round(255 * (clip(v, -B, B) + B) / (2B)),
-    B = 20, NaN as no motion. In float64 the value of a float32 v is exact (255 / 40 =
-    6.375 has 6 significant bits); ties round up."""
+    """(exact value, level) of docs/architecture.md §2's
+    q = round(255 * (clip(v, -B, B) + B) / (2B)), B = 20, NaN as no motion. In float64 the
+    value of a float32 v is exact (255 / 40 = 6.375 has 6 significant bits); ties round up."""
     exact = 255 * (np.clip(np.nan_to_num(values.astype(np.float64), nan=0.0), -20, 20) + 20) / 40
     return exact, np.floor(exact + 0.5)
 

@@ -1,4 +1,5 @@
-"""TemporalShift against DESIGN.md §4's definition, and its placement in residual blocks."""
+"""TemporalShift against docs/architecture.md §4's definition, and its placement in
+residual blocks."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from actrec.models.temporal_shift import TemporalShift, insert_temporal_shift
 
 
 def reference_shift(frames: np.ndarray, segments: int, fold: int, online: bool = False):
-    """DESIGN.md §4, element by element: frames [N*T, H, W, C] -> same shape."""
+    """docs/architecture.md §4, element by element: frames [N*T, H, W, C] -> same shape."""
     clips = frames.reshape(-1, segments, *frames.shape[1:])  # [N, T, H, W, C]
     out = clips.copy()
     for t in range(segments):

@@ -27,8 +27,9 @@ class ClipSpec:
         (default crop_size * 256 / 224).
     normalization: "none" keeps the stored scale and lets the model apply its backbone's
         preprocessing (actrec.models.preprocessing): RGB in [0, 255], flow in [0, 255] with
-        127.5 = no motion (the quantised scale of DESIGN.md §2). "minus_one_one": RGB / 127.5 - 1,
-        flow pixels / 20, both in [-1, 1]. "imagenet" (RGB only): ImageNet mean / std.
+        127.5 = no motion (the quantised scale of docs/architecture.md §2).
+        "minus_one_one": RGB / 127.5 - 1, flow pixels / 20, both in [-1, 1]. "imagenet"
+        (RGB only): ImageNet mean / std.
     flip: random horizontal flip in training.
     scales, max_distort, fixed_crop, more_fixed_crops: TSN multi-scale crop (see
         augment.multi_scale_crop_box): 13 fixed positions with more_fixed_crops, else 5.

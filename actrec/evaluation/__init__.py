@@ -1,1 +1,2 @@
-"""Multi-view evaluation (DESIGN.md §6): protocols, per-video scores, fusion, metrics, reports."""
+"""Multi-view evaluation (docs/architecture.md §6): protocols, per-video scores, fusion,
+metrics, reports."""

@@ -1,4 +1,4 @@
-"""Predict the action in video files with an exported model (DESIGN.md §6).
+"""Predict the action in video files with an exported model (docs/architecture.md §6).
 
     VIDEO -> decode, resize, resample, optical flow, JPEG round trip   exactly as
              `actrec prepare` made the training records (actrec.data.encode_video)

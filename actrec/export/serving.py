@@ -1,4 +1,4 @@
-"""The inference graph of an export (DESIGN.md §6): decoded video in, class scores out.
+"""The inference graph of an export (docs/architecture.md §6): decoded video in, class scores out.
 
     frames uint8 [N, F, H, W, 3]        (all decoded frames of N videos, any H, W)
     flow   uint8 [N, F-1, H, W, 2]      (quantised flow, x and y, as `actrec prepare` stores it)

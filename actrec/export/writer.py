@@ -1,4 +1,4 @@
-"""Export trained runs as one self-contained model folder (DESIGN.md §6).
+"""Export trained runs as one self-contained model folder (docs/architecture.md §6).
 
     export_runs([RUN], OUT)             one stream (RGB or flow)
     export_runs([RUN_RGB, RUN_FLOW], OUT)  two-stream, fused (RGB 1 : flow 1.5 by default)
