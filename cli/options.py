@@ -73,3 +73,14 @@ def score_average_option(what: str):
         help=f"What {what} averages: logits (the official TSN / TSM evaluation) or softmax "
         "probabilities.",
     )
+
+
+def option_group(*options):
+    """One decorator applying `options` in the order given (the first is listed first)."""
+
+    def decorate(command):
+        for option in reversed(options):
+            command = option(command)
+        return command
+
+    return decorate

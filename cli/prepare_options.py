@@ -1,0 +1,80 @@
+"""Option groups of `actrec prepare`: how videos are encoded (by how many
+processes), and the stratified split of a folder."""
+
+from __future__ import annotations
+
+import click
+from actrec_cli.options import option_group
+
+from actrec.data.flow_methods import FLOW_METHODS, NO_FLOW
+
+encoding_options = option_group(
+    click.option(
+        "--flow",
+        default="dis",
+        show_default=True,
+        type=click.Choice([*FLOW_METHODS, NO_FLOW]),
+        help="Optical flow method: dis (DIS, fast preset), dis-medium (DIS, medium preset: "
+        "about 2.7x lower end-point error at 1/5 the speed), farneback, tvl1 (needs "
+        "opencv-contrib-python-headless); none stores RGB only. `actrec predict` computes the "
+        "same flow.",
+    ),
+    click.option(
+        "--size",
+        "frame_size",
+        help="Frame size: a short side (256), a fixed WIDTHxHEIGHT (340x256) or original "
+        "[default: 256; original for synthetic].",
+    ),
+    click.option(
+        "--fps",
+        type=click.FloatRange(min=0, min_open=True),
+        help="Resample videos to this frame rate [default: keep].",
+    ),
+    click.option(
+        "--workers",
+        type=click.IntRange(min=1),
+        default=None,
+        help="Parallel worker processes [default: number of CPUs].",
+    ),
+    click.option("--jpeg-quality", type=click.IntRange(1, 100), default=90, show_default=True),
+    click.option(
+        "--min-frames",
+        type=click.IntRange(min=1),
+        default=8,
+        show_default=True,
+        help="Skip videos with fewer decoded frames.",
+    ),
+    click.option(
+        "--shard-size-mb",
+        type=click.FloatRange(min=0, min_open=True),
+        default=150.0,
+        show_default=True,
+        help="Close a shard once it holds this many MB.",
+    ),
+)
+"""--flow, --size, --fps, --workers, --jpeg-quality, --min-frames and --shard-size-mb."""
+
+folder_split_options = option_group(
+    click.option(
+        "--seed",
+        type=click.IntRange(min=0),
+        default=0,
+        show_default=True,
+        help="Seed of the stratified split (folder).",
+    ),
+    click.option(
+        "--val-fraction",
+        type=click.FloatRange(0, 1, max_open=True),
+        default=0.1,
+        show_default=True,
+        help="Validation share of the stratified split (folder).",
+    ),
+    click.option(
+        "--test-fraction",
+        type=click.FloatRange(0, 1, max_open=True),
+        default=0.2,
+        show_default=True,
+        help="Test share of the stratified split (folder).",
+    ),
+)
+"""--seed, --val-fraction and --test-fraction of the stratified split of a folder."""
