@@ -7,7 +7,8 @@ from pathlib import Path
 
 import click
 from actrec_cli.console import console, import_tensorflow_quietly, progress_for
-from actrec_cli.options import parse_batch_size_option, parse_memory_size_option
+from actrec_cli.train_options import batch_options, recipe_from_options
+from actrec_cli.train_report import print_batch_decision, print_outcome
 
 
 @click.command()
@@ -53,32 +54,7 @@ from actrec_cli.options import parse_batch_size_option, parse_memory_size_option
     default=None,
     help="Checkpoint and stop after this many steps (for time-limited jobs).",
 )
-@click.option(
-    "--batch-size",
-    "batch_size",
-    metavar="N|auto",
-    default=None,
-    callback=parse_batch_size_option,
-    help="Global batch (the learning rate follows train.lr_coupling from the recipe's "
-    "batch), or auto: probe the largest per-replica batch that fits --memory-budget and "
-    "runs fastest, and print the table it chose from.",
-)
-@click.option(
-    "--memory-budget",
-    "memory_budget",
-    metavar="SIZE",
-    default=None,
-    callback=parse_memory_size_option,
-    help="Memory a batch may use with --batch-size auto, e.g. 6GiB (default: on CPU 80% of "
-    "the available memory, measured as the process's peak; on GPU the device memory).",
-)
-@click.option(
-    "--remat",
-    is_flag=True,
-    default=False,
-    help="Recompute the backbone's block activations in the backward pass instead of "
-    "keeping them: less memory, about one more forward pass (model.remat=true).",
-)
+@batch_options
 def train(
     recipe_name,
     prepared,
@@ -93,25 +69,12 @@ def train(
     """Train a TSN / TSM model. Run one process per worker (see `actrec launch`, TF_CONFIG or
     Slurm); only the chief writes the run directory."""
     import_tensorflow_quietly(start_runtime=False)
-    from actrec.config import apply_overrides, load_recipe
-    from actrec.errors import ConfigError
-    from actrec.runs import RECIPE_FILE
-    from actrec.train.memory import auto_fields, with_batch_size, with_remat
+    from actrec.train.memory import auto_fields
     from actrec.train.preemption import PREEMPTED_EXIT_CODE
     from actrec.train.run import train as train_run
     from actrec.train.strategy import is_chief
 
-    if recipe_name is None:
-        if resume is None or not (run_dir / RECIPE_FILE).exists():
-            raise ConfigError(
-                "give --recipe NAME (see `actrec recipes`), or --resume an existing --workdir"
-            )
-        recipe_name = str(run_dir / RECIPE_FILE)
-    recipe = apply_overrides(load_recipe(recipe_name), list(overrides))
-    if batch_size is not None:
-        recipe = with_batch_size(recipe, batch_size)
-    if remat:
-        recipe = with_remat(recipe)
+    recipe = recipe_from_options(recipe_name, run_dir, resume, overrides, batch_size, remat)
     chief = is_chief()
     if memory_budget is not None and not auto_fields(recipe) and chief:
         console().print(
@@ -131,52 +94,6 @@ def train(
     )
     if not chief:
         return
+    print_outcome(summary, run_dir, stop_after_steps)
     if summary.preempted:
-        console().print(
-            f"preempted: checkpoint saved in {run_dir}; re-run with --resume to continue",
-            soft_wrap=True,
-        )
         sys.exit(PREEMPTED_EXIT_CODE)
-    if summary.stopped_early:
-        console().print(
-            f"stopped after {stop_after_steps} steps at step {summary.global_step}; "
-            f"continue with --resume",
-            soft_wrap=True,
-        )
-        return
-    accuracy = summary.validation.get("accuracy")
-    shown = f", validation accuracy {accuracy:.3f}" if accuracy is not None else ""
-    console().print(
-        f"trained {summary.epochs_done} epochs ({summary.global_step} steps) in "
-        f"{summary.elapsed_seconds:.0f} s{shown}; weights: {summary.weights_path}",
-        soft_wrap=True,
-    )
-
-
-def print_batch_decision(decision) -> None:
-    """The table `--batch-size auto` chose from, and what it chose."""
-    from rich.table import Table
-
-    from actrec.train.memory import format_bytes
-
-    budget = format_bytes(decision.budget_bytes) if decision.budget_bytes else "device memory"
-    table = Table(
-        title=f"per-replica batch probed on {decision.device.upper()}, budget {budget}"
-        + (", remat" if decision.remat else ""),
-        title_justify="left",
-    )
-    for column in ("batch", "peak", "fits", "step ms", "model ms", "clips/s"):
-        table.add_column(column, justify="left" if column == "fits" else "right")
-    table.add_column("")
-    for row in decision.rows():
-        table.add_row(
-            str(row["batch"]),
-            row["peak"],
-            row["fits"],
-            "-" if row["step_ms"] is None else f"{row['step_ms']:.1f}",
-            "-" if row["model_ms"] is None else f"{row['model_ms']:.1f}",
-            "-" if row["clips_per_second"] is None else f"{row['clips_per_second']:.1f}",
-            "<- chosen" if row["chosen"] else "",
-        )
-    console().print(table)
-    console().print(f"chosen: {decision.summary()}", soft_wrap=True, highlight=False)
