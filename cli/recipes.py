@@ -5,60 +5,8 @@ from __future__ import annotations
 
 import click
 from actrec_cli.console import console
+from actrec_cli.recipe_tables import NON_TERMINAL_WIDTH, print_sources, recipes_table
 from rich.console import Console
-from rich.table import Table
-
-# Output that is not a terminal (a pipe, a file, a test) is drawn this wide: the width of a
-# common terminal, so a piped listing reads like the interactive one.
-NON_TERMINAL_WIDTH = 100
-# The fidelity table wraps its source column to fit this width when not on a terminal.
-SOURCES_WIDTH = NON_TERMINAL_WIDTH
-MARKERS = {"source": "", "deviation": "≠", "actrec": "·"}
-
-
-def _value_text(value: object) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return str(value).lower()
-    if isinstance(value, list):
-        return (
-            "["
-            + ", ".join(f"{item:g}" if isinstance(item, float) else str(item) for item in value)
-            + "]"
-        )
-    return f"{value:g}" if isinstance(value, float) else str(value)
-
-
-def _print_sources(name: str) -> None:
-    """The fidelity table of built-in recipe `name`: field, value, mark, source."""
-    from actrec.config import load_recipe
-    from actrec.recipe_sources import recipe_fields, source_table
-
-    values = recipe_fields(load_recipe(name))
-    table_data = source_table(name)
-    table = Table(
-        title=f"{name}: every field and its source",
-        caption="≠ deviation from the source (why in the row)   · actrec setting, no published "
-        "counterpart   (blank: the source's value)",
-    )
-    table.add_column("field", no_wrap=True)
-    table.add_column("value", overflow="fold", max_width=22)
-    table.add_column("", no_wrap=True, width=1)
-    table.add_column("source", overflow="fold", ratio=1)
-    for field, value in values.items():
-        row = table_data.row(field)
-        text = row.source or row.reason
-        if row.deviation:
-            text = f"{text}; deviation: {row.deviation}"
-        table.add_row(field, _value_text(value), MARKERS[row.kind], text)
-    out = console()
-    if not out.is_terminal:
-        out = Console(width=SOURCES_WIDTH)
-    out.print(table)
-    out.print("citations:", highlight=False)
-    for key, citation in table_data.citations.items():
-        out.print(f"  {key}: {citation}", highlight=False, soft_wrap=True)
 
 
 @click.command()
@@ -93,7 +41,7 @@ def recipes(show: str | None, sources: bool) -> None:
                 f"--sources: {show!r} is not a built-in recipe; fidelity tables exist for "
                 f"{', '.join(builtin_recipe_names())}"
             )
-        _print_sources(show)
+        print_sources(show)
         return
     if show is not None:
         recipe = load_recipe(show)
@@ -105,34 +53,3 @@ def recipes(show: str | None, sources: bool) -> None:
     if not out.is_terminal:
         out = Console(width=NON_TERMINAL_WIDTH, no_color=True, highlight=False)
     out.print(recipes_table([load_recipe(name) for name in builtin_recipe_names()]))
-
-
-def recipes_table(recipes_to_list) -> Table:
-    """One row per recipe; each cell is a few short phrases, one per line, so that no phrase
-    is cut or broken in a terminal of 100 columns (the name column is as wide as the longest
-    name; the reference wraps under it)."""
-    from actrec.train.schedule import batch_schedule_summary, learning_rate_summary
-
-    table = Table(
-        title="Built-in recipes (actrec recipes --show NAME prints one)",
-        title_justify="left",
-        show_lines=True,
-    )
-    longest = max(len(recipe.name) for recipe in recipes_to_list)
-    table.add_column("recipe and reference", min_width=longest, overflow="fold")
-    table.add_column("model", no_wrap=True)
-    table.add_column("schedule", no_wrap=True)
-    table.add_column("sync", no_wrap=True)
-    for recipe in recipes_to_list:
-        data, model, train = recipe.data, recipe.model, recipe.train
-        modality = data.modality if data.modality == "rgb" else f"flow×{data.new_length}"
-        sync = train.sync if train.sync == "allreduce" else f"kavg K={train.kavg_steps}"
-        reference = recipe.reference.splitlines()[0] if recipe.reference else ""
-        table.add_row(
-            f"[bold]{recipe.name}[/]\n[dim]{reference}[/]",
-            f"{model.architecture}/{model.backbone}\n{modality} T={data.num_segments}",
-            f"batch {batch_schedule_summary(train)}\nlr {learning_rate_summary(train)}\n"
-            f"{train.epochs} epochs",
-            sync,
-        )
-    return table

@@ -39,7 +39,7 @@ def _phrases(recipe) -> list[str]:
 
 
 def test_recipes_table_fits_a_100_column_terminal_with_every_cell_whole():
-    from actrec_cli.recipes import recipes_table
+    from actrec_cli.recipe_tables import recipes_table
 
     recipes = [load_recipe(name) for name in builtin_recipe_names()]
     terminal = Console(width=100, force_terminal=True, record=True, color_system=None)
