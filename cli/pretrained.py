@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 from actrec_cli.console import console, progress_for
-from rich.table import Table
+from actrec_cli.pretrained_table import print_weights_table, weights_rows
 
 
 @click.group()
@@ -22,51 +22,11 @@ def pretrained() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 def list_command(verify: bool, urls: bool, as_json: bool) -> None:
     """List the known weight files, present or not, and where they are."""
-    from actrec.errors import WeightsError
-    from actrec.models.pretrained import all_weights_status, check_found_file, store_directory
-
-    rows = []
-    for status in all_weights_status():
-        weights = status.spec.weights
-        row = {
-            "backbone": status.spec.name,
-            "file": weights.file_name,
-            "url": weights.url,
-            "hash_algorithm": weights.hash_algorithm,
-            "file_hash": weights.file_hash,
-            "location": status.location,
-            "path": None if status.path is None else str(status.path),
-        }
-        if verify and status.path is not None:
-            try:
-                row["checked"] = check_found_file(status)
-            except WeightsError as error:
-                row["mismatch"] = str(error)
-        rows.append(row)
+    rows = weights_rows(verify)
     if as_json:
         click.echo(json.dumps(rows, indent=2))
         return
-
-    table = Table(title=f"ImageNet no-top weights (store: {store_directory()})")
-    columns = ["backbone", "file", "published digest", "status"] + (["url"] if urls else [])
-    for column in columns:
-        table.add_column(column, overflow="fold")
-    for row in rows:
-        digest = f"md5 {row['file_hash']}" if row["hash_algorithm"] else "none published"
-        if row["path"] is None:
-            state = "[yellow]missing[/]"
-        else:
-            state = f"[green]{row['location']}[/]: {row['path']}"
-        if "checked" in row:
-            state += f" [green](checked: {row['checked']})[/]"
-        if "mismatch" in row:
-            state += " [bold red](DIGEST MISMATCH)[/]"
-        cells = [row["backbone"], row["file"], digest, state]
-        table.add_row(*cells, *([row["url"]] if urls else []))
-    console().print(table)
-    for row in rows:
-        if "mismatch" in row:
-            console().print(f"[bold red]mismatch:[/] {row['mismatch']}", highlight=False)
+    print_weights_table(rows, urls)
 
 
 @pretrained.command()

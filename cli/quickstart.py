@@ -6,43 +6,10 @@ from pathlib import Path
 
 import click
 from actrec_cli.console import console, import_tensorflow_quietly, progress_for
-from rich.table import Table
+from actrec_cli.quickstart_report import summary_tables
 
 # actrec.quickstart.SIZES (not imported here: it loads OpenCV, and `actrec --help` must not).
 SIZE_NAMES = ("full", "small")
-STREAM_LABELS = {
-    "rgb": "RGB TSN",
-    "tsm": "RGB TSM",
-    "flow": "flow TSN",
-    "fused": "TSM + flow (fused)",
-}
-
-
-def _summary(result) -> list[Table]:
-    from actrec.quickstart import STAGES
-
-    stages = Table(title="stages")
-    stages.add_column("stage")
-    stages.add_column("seconds", justify="right")
-    descriptions = dict(STAGES)
-    for name, seconds in result.seconds.items():
-        stages.add_row(descriptions[name], f"{seconds:.1f}")
-    stages.add_row("[bold]total[/]", f"[bold]{result.total_seconds:.1f}[/]")
-
-    accuracy = Table(title="test accuracy (centre view)")
-    accuracy.add_column("stream")
-    accuracy.add_column("top-1 %", justify="right")
-    for name, value in result.accuracies.items():
-        shown = f"{100 * value:.1f}"
-        label = STREAM_LABELS.get(name, name)
-        accuracy.add_row(label, f"[bold]{shown}[/]" if name == "fused" else shown)
-
-    artefacts = Table(title="artefacts")
-    artefacts.add_column("what")
-    artefacts.add_column("where", overflow="fold")
-    for name, path in result.artefacts.items():
-        artefacts.add_row(name, str(path))
-    return [stages, accuracy, artefacts]
 
 
 @click.command()
@@ -69,7 +36,7 @@ def quickstart(workdir, size):
 
     console().print(f"actrec quickstart in {workdir} ({size})", soft_wrap=True)
     result = run_quickstart(workdir, size, progress_for(None))
-    for table in _summary(result):
+    for table in summary_tables(result):
         console().print(table)
     prediction = result.prediction
     top = prediction["result"].top_k[0] if prediction["result"].top_k else None
