@@ -7,21 +7,14 @@ from pathlib import Path
 
 import click
 from actrec_cli.console import import_tensorflow_quietly, progress_for
-from actrec_cli.prepare_options import encoding_options, folder_split_options
+from actrec_cli.prepare_options import (
+    DATASETS,
+    default_out,
+    default_root,
+    encoding_options,
+    folder_split_options,
+)
 from actrec_cli.prepare_report import generate_synthetic_if_missing, print_dry_run, print_summary
-
-DATASETS = ("ucf101", "hmdb51", "kinetics", "folder", "synthetic")
-SPLITTED = ("ucf101", "hmdb51")
-
-
-def default_root(dataset: str) -> Path:
-    return Path("datasets") / "raw" / dataset
-
-
-def default_out(dataset: str, split: str | None) -> Path:
-    if dataset in SPLITTED:
-        return Path("datasets") / "prepared" / f"{dataset}-split{split or '1'}"
-    return Path("datasets") / "prepared" / dataset
 
 
 @click.command()

@@ -1,12 +1,30 @@
-"""Option groups of `actrec prepare`: how videos are encoded (by how many
-processes), and the stratified split of a folder."""
+"""The datasets and option defaults of `actrec prepare`, and its option groups: how videos
+are encoded (by how many processes), and the stratified split of a folder."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import click
 from actrec_cli.options import option_group
 
 from actrec.data.flow_methods import FLOW_METHODS, NO_FLOW
+
+DATASETS = ("ucf101", "hmdb51", "kinetics", "folder", "synthetic")
+SPLITTED = ("ucf101", "hmdb51")
+
+
+def default_root(dataset: str) -> Path:
+    """The --root default: datasets/raw/DATASET."""
+    return Path("datasets") / "raw" / dataset
+
+
+def default_out(dataset: str, split: str | None) -> Path:
+    """The --out default: datasets/prepared/DATASET, -splitN for ucf101 and hmdb51."""
+    if dataset in SPLITTED:
+        return Path("datasets") / "prepared" / f"{dataset}-split{split or '1'}"
+    return Path("datasets") / "prepared" / dataset
+
 
 encoding_options = option_group(
     click.option(
