@@ -314,6 +314,7 @@ def test_fusion_on_the_synthetic_set_is_no_worse_than_the_better_stream(
     rgb = evaluate_run(synthetic_rgb_run[1], protocol, out_dir=tmp_path / "rgb")
     flow = evaluate_run(synthetic_flow_run[1], protocol, out_dir=tmp_path / "flow")
     fused = fuse_evaluations([rgb, flow], out_dir=tmp_path / "fused")
-    assert flow.metrics.top1 >= 0.9 and rgb.metrics.top1 <= 0.3
+    # How near chance the RGB TSN stays is test_train_accuracy's claim; this one is fusion's.
+    assert flow.metrics.top1 >= 0.9
     assert fused.metrics.top1 >= max(rgb.metrics.top1, flow.metrics.top1) - 0.01
     assert fused.metrics.num_videos == 56
