@@ -10,9 +10,15 @@ from rich.table import Table
 
 
 def generate_synthetic_if_missing(root: Path) -> None:
-    from actrec.data.synthetic import generate_synthetic_dataset, is_synthetic_dataset
+    from actrec.data.synthetic import (
+        check_synthetic_version,
+        generate_synthetic_dataset,
+        is_synthetic_dataset,
+    )
 
-    if not is_synthetic_dataset(root):
+    if is_synthetic_dataset(root):
+        check_synthetic_version(root)
+    else:
         console().print(f"generating the synthetic motion dataset in {root}")
         generate_synthetic_dataset(root, progress=progress_for("videos"))
 

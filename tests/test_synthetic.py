@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -14,12 +15,14 @@ from actrec.data.flow import create_flow_estimator, grey
 from actrec.data.synthetic import (
     SYNTHETIC_CLASSES,
     SyntheticConfig,
+    check_synthetic_version,
     generate_synthetic_dataset,
     is_synthetic_dataset,
     render_clip,
     render_translation_clip,
     write_video,
 )
+from actrec.data.synthetic_render import clip_motion
 from actrec.data.video import probe_video, read_video_frames
 from actrec.errors import ActrecError, ConfigError, DatasetError, OutputError
 
@@ -169,6 +172,24 @@ def test_rerun_with_another_config_is_an_error(small_set):
     assert str(small_set) in message and "num_frames=6" in message
     assert "another folder" in message and "delete" in message
     assert tree_bytes(small_set) == before
+
+
+def test_a_set_drawn_by_another_version_is_refused_with_the_fix(small_set, tmp_path):
+    older = tmp_path / "older"
+    shutil.copytree(small_set, older)
+    description = json.loads((older / "synthetic.json").read_text())
+    (older / "synthetic.json").write_text(json.dumps({**description, "version": 1}))
+    before = tree_bytes(older)
+    for attempt in (
+        lambda: generate_synthetic_dataset(older, SMALL),
+        lambda: check_synthetic_version(older),
+    ):
+        with pytest.raises(DatasetError) as raised:
+            attempt()
+        message = str(raised.value)
+        assert str(older) in message and "format 1" in message and "Delete" in message
+    assert tree_bytes(older) == before
+    check_synthetic_version(small_set)  # this version's: no error
 
 
 def test_a_folder_with_other_files_is_refused(tmp_path):
@@ -366,6 +387,46 @@ def test_a_single_frame_does_not_tell_the_classes_apart(default_set):
                 high = np.minimum(features[first].max(0), features[second].max(0))
                 assert np.all(low < high), (frame_index, first, second)
         assert nearest_centroid_accuracy(features) < 0.4  # chance: 1 / 8
+
+
+def single_frame_poses(config: SyntheticConfig, clips_per_class: int, seed: int):
+    """(features [N, 3], labels [N]): (centre x, centre y, log scale) of the object in one
+    frame drawn at random from each of `clips_per_class` clips of every class."""
+    rng = np.random.default_rng(seed)
+    middle = (config.num_frames - 1) / 2
+    features, labels = [], []
+    for label, name in enumerate(SYNTHETIC_CLASSES):
+        for _ in range(clips_per_class):
+            motion = clip_motion(name, rng, config)
+            x, y, _, scale = motion.pose_at(rng.integers(config.num_frames) - middle)
+            features.append([x, y, np.log(scale)])
+            labels.append(label)
+    return np.array(features), np.array(labels)
+
+
+def test_a_single_frames_object_pose_does_not_tell_the_kind_of_motion():
+    """Every class draws its object's pose in a single frame alike: the quantities a class
+    does not move are held where a sweep would have put them. A classifier trained on 8,000
+    frames' true poses scores near chance; before the held offsets it scored 0.32 (a far
+    off-centre object moved sideways, a large or small one zoomed)."""
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    config = SyntheticConfig()
+    train_features, train_labels = single_frame_poses(config, 1000, seed=0)
+    test_features, test_labels = single_frame_poses(config, 300, seed=1)
+    classifier = HistGradientBoostingClassifier(random_state=0)
+    classifier.fit(train_features, train_labels)
+    accuracy = np.mean(classifier.predict(test_features) == test_labels)
+    assert accuracy < 0.17  # chance: 1 / 8
+    # and the classes still move: a Move clip's object crosses 35-58 px, a Zoom clip's
+    # changes size 2.4-3.9 times
+    rng = np.random.default_rng(2)
+    ends = (-(config.num_frames - 1) / 2, (config.num_frames - 1) / 2)
+    right_motion, zoom_motion = (clip_motion(name, rng, config) for name in ("MoveRight", "ZoomIn"))
+    right = [right_motion.pose_at(end) for end in ends]
+    assert 34 <= right[1][0] - right[0][0] <= 58 and right[1][1] == right[0][1]
+    zoom = [zoom_motion.pose_at(end) for end in ends]
+    assert 2.4 <= zoom[1][3] / zoom[0][3] <= 3.9
 
 
 def nearest_centroid_accuracy(features: dict[str, np.ndarray]) -> float:

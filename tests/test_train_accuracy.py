@@ -24,8 +24,10 @@ from actrec.train.launch import launch_local_workers
 
 pytestmark = pytest.mark.slow
 
-# The RGB TSN's bound: near chance (0.125); see test_rgb_tsn_stays_near_chance.
-TSN_BOUND = 0.4
+# The RGB TSN's bound (issue 11): near chance, 0.125. Measured on the default synthetic set
+# (format 2): 7.1 % and 10.7 % test top-1 (seeds 0 and 1); format 1, whose single frames told
+# the kind of motion, gave 14.3 % and 33.9 %.
+TSN_BOUND = 0.3
 
 
 @pytest.fixture
@@ -60,9 +62,7 @@ def test_rgb_tsn_stays_near_chance(synthetic_rgb_run, flow_run, tmp_path):
     summary, run_dir = synthetic_rgb_run
     assert summary.global_step == 640  # 20 epochs of 32 steps
     rgb = _test_split_metrics(run_dir, tmp_path / "rgb")[0]
-    # Chance is 0.125. Training on CPU threads is not deterministic: this recipe measured
-    # 14.3 % and 33.9 % test top-1 in two runs, so the bound is TSN_BOUND, not issue 11's 30 %.
-    assert rgb <= TSN_BOUND
+    assert rgb <= TSN_BOUND  # chance: 0.125
     assert _test_split_metrics(flow_run[1], tmp_path / "flow")[0] - rgb >= 0.5
 
 

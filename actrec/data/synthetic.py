@@ -4,12 +4,15 @@ Every clip shows a static low-contrast random-texture background and a high-cont
 textured rectangle drawn from the same appearance distributions for every class (texture,
 size, aspect, position, orientation), which then moves by its class: translates left /
 right / up / down, rotates clockwise / counterclockwise (on screen, y pointing down) or
-zooms in / out about its centre, a few pixels per frame. Motion is parametrised about the
-middle frame, so the middle frame of every class is drawn from one distribution, and a
-clip's frames taken as an unordered set are distributed as those of the opposite class
-(its time reversal: left / right, clockwise / counterclockwise, in / out): a single frame,
-or an average of per-frame scores (TSN), cannot tell a class from its opposite; the flow
-of two frames can, and so can a model that compares frames in order (TSM).
+zooms in / out about its centre, a few pixels per frame. What a class does not move (the
+object's x, its y, its size) is held where the moving quantity would be at a frame
+drawn per clip, so one frame's pose is distributed alike in every class and a single frame
+tells nothing of the class, not even its kind of motion (see
+actrec.data.synthetic_render.clip_motion). Motion is parametrised about the middle frame,
+so a clip's frames taken as an unordered set are distributed as those of the opposite class
+(its time reversal: left / right, clockwise / counterclockwise, in / out). A TSN, which
+averages per-frame scores, stays near chance (1/8); the flow of two frames tells the class,
+and so does a model that compares frames in order (TSM).
 
 The contrasts matter (`background_contrast`, `object_contrast`): with equal contrasts the
 object is camouflaged, visible only to pixel-accurate motion, and an RGB TSM on 32-pixel
@@ -58,6 +61,7 @@ __all__ = [
     "FOURCC_BY_EXTENSION",
     "SYNTHETIC_CLASSES",
     "SyntheticConfig",
+    "check_synthetic_version",
     "generate_synthetic_dataset",
     "is_synthetic_dataset",
     "render_clip",
@@ -122,6 +126,27 @@ def _recorded_config(path: Path) -> dict | None:
     return config if isinstance(config, dict) else None
 
 
+def check_synthetic_version(root: os.PathLike | str) -> None:
+    """Raise DatasetError when the synthetic dataset in `root` was drawn by another version
+    of the generator (its videos are not what this version draws)."""
+    _check_version(Path(root) / CONFIG_FILE_NAME, Path(root))
+
+
+def _check_version(path: Path, root: Path) -> None:
+    """check_synthetic_version of the description or marker file `path` in `root`."""
+    try:
+        version = json.loads(path.read_text(encoding="utf-8")).get("version")
+    except (OSError, ValueError, AttributeError):
+        return  # unreadable: the configuration check names it
+    if version != SYNTHETIC_FORMAT_VERSION:
+        raise DatasetError(
+            f"{root} holds a synthetic dataset drawn by another version of actrec (synthetic "
+            f"format {version!r}; this version draws format {SYNTHETIC_FORMAT_VERSION}, whose "
+            f"single frames do not tell the classes apart). Delete {root} (and its prepared "
+            "copy) to regenerate it, or choose another folder."
+        )
+
+
 def is_synthetic_dataset(root: os.PathLike | str) -> bool:
     """Whether `root` holds a complete synthetic dataset (its synthetic.json is valid)."""
     return _recorded_config(Path(root) / CONFIG_FILE_NAME) is not None
@@ -160,6 +185,7 @@ def _resumable(root: Path, config: SyntheticConfig) -> bool:
             f"{root} already holds other files; the synthetic dataset needs an empty or new "
             "folder. Choose another folder."
         )
+    _check_version(marker, root)
     recorded = _recorded_config(marker)
     if recorded != config.to_json_dict():
         raise _config_mismatch_error(root, recorded, config, "an incomplete")
@@ -181,6 +207,7 @@ def generate_synthetic_dataset(
     description_path = root_path / CONFIG_FILE_NAME
     marker = root_path / INCOMPLETE_FILE_NAME
     if description_path.exists():
+        _check_version(description_path, root_path)
         recorded = _recorded_config(description_path)
         if recorded != config.to_json_dict():
             raise _config_mismatch_error(root_path, recorded, config, "a")

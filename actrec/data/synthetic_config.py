@@ -23,7 +23,8 @@ SYNTHETIC_CLASSES = (
     "ZoomOut",
 )
 SYNTHETIC_FORMAT = "actrec-synthetic"
-SYNTHETIC_FORMAT_VERSION = 1
+# 2: what a class does not move is held at a drawn offset (synthetic_render.clip_motion).
+SYNTHETIC_FORMAT_VERSION = 2
 CONFIG_FILE_NAME = "synthetic.json"
 INCOMPLETE_FILE_NAME = ".synthetic-incomplete.json"
 SPLITS_FOLDER_NAME = "splits"
