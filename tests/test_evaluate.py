@@ -308,13 +308,16 @@ def test_unfinished_run_and_bad_arguments_give_clear_errors(runs, prepared, cli_
 
 @pytest.mark.slow
 def test_fusion_on_the_synthetic_set_is_no_worse_than_the_better_stream(
-    synthetic_rgb_run, synthetic_flow_run, tmp_path
+    synthetic_tsm_run, synthetic_flow_run, tmp_path
 ):
+    """The quickstart's fusion: the RGB TSM with the flow TSN (two streams that both learn;
+    the RGB TSN, at chance, only adds noise to a fusion)."""
     protocol = resolve_protocol("centre")
-    rgb = evaluate_run(synthetic_rgb_run[1], protocol, out_dir=tmp_path / "rgb")
+    tsm = evaluate_run(synthetic_tsm_run[1], protocol, out_dir=tmp_path / "tsm")
     flow = evaluate_run(synthetic_flow_run[1], protocol, out_dir=tmp_path / "flow")
-    fused = fuse_evaluations([rgb, flow], out_dir=tmp_path / "fused")
-    # How near chance the RGB TSN stays is test_train_accuracy's claim; this one is fusion's.
-    assert flow.metrics.top1 >= 0.9
-    assert fused.metrics.top1 >= max(rgb.metrics.top1, flow.metrics.top1) - 0.01
+    fused = fuse_evaluations([tsm, flow], out_dir=tmp_path / "fused")
+    # Each stream's accuracy is test_train_accuracy's claim; here, a fusion worth testing.
+    assert flow.metrics.top1 >= 0.9 and tsm.metrics.top1 >= 0.8
+    # no worse than the better stream, give or take one video
+    assert fused.metrics.top1 >= max(tsm.metrics.top1, flow.metrics.top1) - 1 / 56
     assert fused.metrics.num_videos == 56
