@@ -306,6 +306,27 @@ def test_unfinished_run_and_bad_arguments_give_clear_errors(runs, prepared, cli_
 # --- the synthetic set: fusion is no worse than the better stream ---------------------------
 
 
+def test_evaluating_runs_one_after_another_traces_each_once(tiny_runs, tmp_path):
+    """TensorFlow counts a scoring function's traces across calls and logs a retracing
+    warning past five: the quickstart evaluates three streams in one process. Three
+    evaluations whose last batch is partial (8 videos in batches of 3) run in a fresh
+    process, and its stderr has no retracing warning."""
+    import subprocess
+    import sys
+
+    code = (
+        "from actrec.evaluation.evaluate import evaluate_run\n"
+        "from actrec.evaluation.protocols import resolve_protocol\n"
+        "for index in range(3):\n"
+        f"    evaluate_run({str(tiny_runs['rgb'])!r}, resolve_protocol('centre'),\n"
+        f"                 out_dir={str(tmp_path)!r} + f'/eval{{index}}', view_batch=3)\n"
+        "print('evaluated')\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0 and "evaluated" in result.stdout, result.stderr[-2000:]
+    assert "retracing" not in result.stderr
+
+
 @pytest.mark.slow
 def test_fusion_on_the_synthetic_set_is_no_worse_than_the_better_stream(
     synthetic_tsm_run, synthetic_flow_run, tmp_path
