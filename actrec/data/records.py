@@ -37,11 +37,13 @@ def _dataset_at(path, offset):
     return tf.data.experimental.from_variant(variant, tf.TensorSpec([], tf.string))
 
 
-def records_at(path, offset, count: int):
-    """The `count` records starting at byte `offset` of `path`: string [count]."""
-    tf = _tf()
-    records = _dataset_at(path, offset).take(count).batch(count).get_single_element()
-    return tf.ensure_shape(records, [count])
+def record_at(path, offset):
+    """The record starting at byte `offset` of `path`: string [].
+
+    No `batch` before `get_single_element`: one dataset op fewer per read, which is a
+    measurable share of a clip's time (about 40 microseconds a read).
+    """
+    return _dataset_at(path, offset).take(1).get_single_element()
 
 
 def runs_of_records(path, offsets, count):
@@ -92,7 +94,7 @@ def read_header(path, offset) -> dict:
     """`parse_header` of the header at byte `offset` of `path`, plus "frames_start" (int64):
     the byte where its frame records begin (what the offsets count from)."""
     tf = _tf()
-    serialized = records_at(path, offset, 1)[0]
+    serialized = record_at(path, offset)
     header = parse_header(serialized)
     header["frames_start"] = (
         tf.cast(offset, tf.int64)
@@ -113,10 +115,18 @@ def _frame_features(records, keys: Sequence[str]) -> list:
 
 
 def rgb_jpegs(path, header: dict, indices):
-    """The RGB JPEGs of frames `indices` (int [N], one read each): string [N]."""
+    """The RGB JPEGs of frames `indices` (int [N], one read each): string [N].
+
+    With N known when tracing, the N reads are unrolled (N `record_at`): cheaper per clip
+    than one `runs_of_records`, whose flat_map instantiates its function for every read.
+    """
     tf = _tf()
     offsets = header["frames_start"] + tf.gather(header["rgb_offsets"], indices)
-    records = runs_of_records(path, offsets, 1)
+    count = offsets.shape[0]
+    if count is None:
+        records = runs_of_records(path, offsets, 1)
+    else:
+        records = tf.stack([record_at(path, offsets[index]) for index in range(count)])
     return _frame_features(records, [shards.RGB_KEY])[0]
 
 
