@@ -1,6 +1,6 @@
 """Preparation speed per CPU core: `actrec prepare` against bare DIS on the same frames.
 
-    python benchmarks/prepare.py [--rounds 5] [--end-to-end]
+    python benchmarks/prepare.py [--rounds 5] [--flow dis] [--end-to-end]
 
 1. Per core at 340x256, on the real clips of tests/data/videos (Kinetics H.264 454x256,
    UCF101 Xvid 320x240): the CPU time (time.process_time, this process) of preparing a
@@ -9,7 +9,7 @@
    (decoded, resized and made grey beforehand, untimed). Both arms run with
    cv2.setNumThreads(1), as the preparation workers do. Rounds alternate the arms; the
    ratio (DIS CPU time / prepare CPU time, i.e. prepare's rate as a share of DIS's) is the
-   median over rounds.
+   median over rounds. --flow dis-medium measures both arms with the DIS medium preset.
 2. Where prepare's time goes: the stages clocked inside one loop making prepare's calls
    in prepare's order (best round per stage), in ms per frame and as a share of bare DIS;
    "rest" is prepare's time outside them (building the record, Python).
@@ -59,16 +59,16 @@ def cpu_seconds(work: Callable[[], object]) -> float:
     return time.process_time() - started
 
 
-def prepare_clip(path: Path) -> int:
-    """Prepare one clip as a worker does; its number of frames."""
+def prepare_clip(path: Path, method: str) -> int:
+    """Prepare one clip as a worker does, with flow `method`; its number of frames."""
     task = VideoTask(0, path.stem, str(path), 0, "clip", "train")
-    result = encode_video(task, PrepareSettings(frame_size=FRAME_SIZE, flow="dis"))
+    result = encode_video(task, PrepareSettings(frame_size=FRAME_SIZE, flow=method))
     assert result.records is not None, result.detail
     return result.num_frames
 
 
-def dis_alone(greys) -> Callable[[], None]:
-    estimate = create_flow_estimator("dis")
+def dis_alone(greys, method: str) -> Callable[[], None]:
+    estimate = create_flow_estimator(method)
 
     def run() -> None:
         for previous, following in itertools.pairwise(greys):
@@ -77,33 +77,33 @@ def dis_alone(greys) -> Callable[[], None]:
     return run
 
 
-def ratio_rounds(path: Path, rounds: int) -> tuple[int, list[float], list[float]]:
+def ratio_rounds(path: Path, rounds: int, method: str) -> tuple[int, list[float], list[float]]:
     """(frames, DIS CPU seconds per round, prepare CPU seconds per round) of one clip."""
     greys = [cv2.cvtColor(frame, cv2.COLOR_BGR2GRAY) for frame in clip_frames(path)]
-    run_dis = dis_alone(greys)
-    run_dis(), prepare_clip(path)  # warm-up: file cache, allocations
+    run_dis = dis_alone(greys, method)
+    run_dis(), prepare_clip(path, method)  # warm-up: file cache, allocations
     dis_times, prepare_times = [], []
     for _ in range(rounds):
         dis_times.append(cpu_seconds(run_dis))
-        prepare_times.append(cpu_seconds(lambda: prepare_clip(path)))
+        prepare_times.append(cpu_seconds(lambda: prepare_clip(path, method)))
     return len(greys), dis_times, prepare_times
 
 
-def stage_times(path: Path, rounds: int) -> dict[str, float]:
+def stage_times(path: Path, rounds: int, method: str) -> dict[str, float]:
     """CPU seconds of each preparation stage over the whole clip, best of `rounds`."""
     best: dict[str, float] = {}
     for _ in range(rounds):
-        spent = stage_times_once(path)
+        spent = stage_times_once(path, method)
         best = {stage: min(best.get(stage, spent[stage]), spent[stage]) for stage in spent}
     return best
 
 
-def stage_times_once(path: Path) -> dict[str, float]:
+def stage_times_once(path: Path, method: str) -> dict[str, float]:
     """CPU seconds of each stage, clocked between the calls actrec.data.frame_encoding
     makes, in its order, so each stage finds its input as warm in cache as there."""
     size = FrameSize.parse(FRAME_SIZE)
     spent: dict[str, float] = dict.fromkeys(STAGES, 0.0)
-    estimate, previous_grey = create_flow_estimator("dis"), None
+    estimate, previous_grey = create_flow_estimator(method), None
     clock = time.process_time()
 
     def lap(stage: str) -> None:
@@ -131,14 +131,15 @@ def stage_times_once(path: Path) -> dict[str, float]:
     return spent
 
 
-def per_core_report(rounds: int) -> None:
+def per_core_report(rounds: int, method: str) -> None:
     cv2.setNumThreads(1)
     print(
-        f"actrec prepare vs bare DIS, per core at {FRAME_SIZE} (CPU time of this process, "
-        f"cv2.setNumThreads(1), OpenCV {cv2.__version__}, {rounds} alternating rounds)"
+        f"actrec prepare --flow {method} vs bare {method}, per core at {FRAME_SIZE} (CPU time "
+        f"of this process, cv2.setNumThreads(1), OpenCV {cv2.__version__}, {rounds} "
+        "alternating rounds)"
     )
     print(f"{'clip':28s} {'frames':>6s} {'DIS f/s':>8s} {'prepare f/s':>11s} {'ratio':>6s}")
-    measured = {path: ratio_rounds(path, rounds) for path in CLIPS}
+    measured = {path: ratio_rounds(path, rounds, method) for path in CLIPS}
     for path, (frames, dis_times, prepare_times) in measured.items():
         print_ratio_row(path.name, frames, dis_times, prepare_times)
     print_ratio_row(
@@ -152,7 +153,7 @@ def per_core_report(rounds: int) -> None:
     print(f"{'stage':28s}" + "".join(f" {path.name[:26]:>26s}" for path in CLIPS))
     columns = []
     for path, (frames, dis_times, prepare_times) in measured.items():
-        times = stage_times(path, rounds)
+        times = stage_times(path, rounds, method)
         times["rest (record, Python)"] = min(prepare_times) - sum(times.values())
         times["total prepare"] = min(prepare_times)
         times["bare DIS (the other arm)"] = min(dis_times)
@@ -211,10 +212,13 @@ def end_to_end_report(videos_per_class: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5, help="alternating timed rounds")
+    parser.add_argument(
+        "--flow", choices=("dis", "dis-medium"), default="dis", help="the DIS preset of both arms"
+    )
     parser.add_argument("--end-to-end", action="store_true", help="also the synthetic set")
     parser.add_argument("--videos-per-class", type=int, default=12)
     arguments = parser.parse_args()
-    per_core_report(arguments.rounds)
+    per_core_report(arguments.rounds, arguments.flow)
     if arguments.end_to_end:
         end_to_end_report(arguments.videos_per_class)
 
