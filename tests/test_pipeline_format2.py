@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from actrec.data import augment, clips, order, records, sampling, shards
+from actrec.data.manifest import read_manifest, split_videos
 from actrec.data.pipeline import ClipSpec, build_dataset, finish_batch, stack_flow_frames
 from actrec.errors import DatasetError
 
@@ -176,3 +177,24 @@ def test_more_input_pipelines_than_videos_is_a_dataset_error(tiny_synthetic_prep
     context = tf.distribute.InputContext(num_input_pipelines=20, input_pipeline_id=19)
     with pytest.raises(DatasetError, match=r"'train' split has 16 videos, fewer than the 20"):
         build_dataset(tiny_synthetic_prepared, "train", SPECS[0], 2, True, input_context=context)
+
+
+def test_frame_reads_unrolled_or_not_return_the_stored_jpegs(tiny_synthetic_prepared):
+    """rgb_jpegs unrolls its reads when the number of frames is known while tracing, and
+    reads them as runs when it is not: both give the JPEGs the video stores."""
+    prepared = tiny_synthetic_prepared
+    first = split_videos(prepared, read_manifest(prepared), "test")[0]
+    video_id, video_records = next(records.iter_split_videos(prepared, "test"))
+    stored = records.video_record(video_records)
+    assert video_id == first["id"] == stored.video_id
+    path = tf.constant(str(first["shard_path"]))
+    header = records.read_header(path, first["offset"])
+    indices = [11, 0, 5, 5]
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.int32)])
+    def unknown_count(frames):
+        return records.rgb_jpegs(path, header, frames)
+
+    known = records.rgb_jpegs(path, header, tf.constant(indices)).numpy().tolist()
+    unknown = unknown_count(tf.constant(indices)).numpy().tolist()
+    assert known == unknown == [stored.rgb_jpegs[index] for index in indices]
