@@ -52,6 +52,8 @@ DEFAULT_SAMPLES = ("bikes.mp4", "carphone_pristine.mp4")
 
 def pin_to_cores(count: int) -> str:
     """Restrict this process to its first `count` allowed CPUs (0: all); what it runs on."""
+    if not hasattr(os, "sched_setaffinity"):  # Linux only
+        return "every CPU (pinning needs Linux's sched_setaffinity)"
     allowed = sorted(os.sched_getaffinity(0))
     if count > 0:
         os.sched_setaffinity(0, allowed[:count])

@@ -2,7 +2,7 @@
 records a clip samples.
 
 Random access: `tf.data.TFRecordDataset` has no byte offset, but the op beneath it,
-`TFRecordDatasetV2`, takes one per file; `records_at` starts such a dataset at a record's
+`TFRecordDatasetV2`, takes one per file; `record_at` starts such a dataset at a record's
 first byte, unbuffered, and takes the records asked for, so a clip reads (and CRC-checks)
 its header and its frames, nothing else. Every function here is made of TensorFlow ops and
 runs inside tf.data functions.
