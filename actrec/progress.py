@@ -17,7 +17,8 @@ class Progress(Protocol):
         """`amount` units finished; `counters` add to named totals (e.g. frames=120)."""
 
     def show(self, **values: object) -> None:
-        """Latest values to display beside the progress (loss=0.4, lr=0.01, ...)."""
+        """Latest values to display beside the progress (loss=0.4, lr=0.01, ...); any value
+        that formats as text (hence `object`)."""
 
     def message(self, text: str) -> None:
         """A line for the user that is not an error (a skipped video, a resumed run)."""

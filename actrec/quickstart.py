@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from actrec.data.synthetic import SYNTHETIC_CLASSES, SyntheticConfig
+from actrec.data.synthetic.config import SYNTHETIC_CLASSES, SyntheticConfig
 from actrec.errors import ConfigError
 from actrec.progress import NullProgress, Progress
 
@@ -129,7 +129,8 @@ def _check_size(size: str) -> QuickstartSize:
 
 
 def _trained(recipe_name: str, overrides, prepared: Path, run_dir: Path, progress) -> Path:
-    from actrec.config import apply_overrides, load_recipe
+    from actrec.config.files import load_recipe
+    from actrec.config.overrides import apply_overrides
     from actrec.runs import FINAL_WEIGHTS_FILE
     from actrec.train.run import train
 
@@ -143,7 +144,8 @@ def _trained(recipe_name: str, overrides, prepared: Path, run_dir: Path, progres
 
 def _new_video(folder: Path, synthetic: SyntheticConfig) -> tuple[Path, str]:
     """A synthetic video of a class drawn with PREDICT_SEED: (path, its class)."""
-    from actrec.data.synthetic import render_clip, write_video
+    from actrec.data.synthetic.render import render_clip
+    from actrec.data.synthetic.video_writer import write_video
 
     rng = np.random.default_rng(PREDICT_SEED)
     class_name = SYNTHETIC_CLASSES[int(rng.integers(len(SYNTHETIC_CLASSES)))]
@@ -162,14 +164,14 @@ def run_quickstart(
     on_stage: Callable[[str, float], None] | None = None,
 ) -> QuickstartResult:
     """Run every stage of STAGES in `workdir`; on_stage(name, seconds) after each."""
-    from actrec.data.encode_video import PrepareSettings
-    from actrec.data.prepare import prepare_dataset
+    from actrec.data.prepare.dataset import prepare_dataset
+    from actrec.data.prepare.encode_video import PrepareSettings
     from actrec.data.sources import list_videos
-    from actrec.data.synthetic import generate_synthetic_dataset
+    from actrec.data.synthetic.dataset import generate_synthetic_dataset
     from actrec.evaluation.evaluate import evaluate_run, fuse_evaluations
     from actrec.evaluation.protocols import resolve_protocol
-    from actrec.export import export_runs
     from actrec.export.predict import predict_videos
+    from actrec.export.writer import export_runs
 
     settings = _check_size(size)
     progress = progress or NullProgress()

@@ -1,9 +1,9 @@
-"""Fidelity tables: every field of a built-in recipe, its value and where it comes from.
+"""Fidelity tables: every field a built-in recipe sets, its value and where it comes from.
 
-Each built-in recipe NAME has a table actrec/recipes/sources/NAME.yaml:
+Each built-in recipe (or base) NAME has a table actrec/recipes/sources/NAME.yaml:
 
     recipe: NAME
-    extends: OTHER            # optional: rows this table does not list come from OTHER's
+    extends: OTHER            # as the recipe does: rows this table does not list are OTHER's
     citations:                # short name -> repository@commit or paper, used in sources
       tsn: yjxiong/temporal-segment-networks@2c5e5e7
     fields:
@@ -11,9 +11,11 @@ Each built-in recipe NAME has a table actrec/recipes/sources/NAME.yaml:
       SECTION.KEY: {value: V, actrec: "why (no published counterpart)"}
       SECTION.KEY: {value: V, source: "...", deviation: "what the source has, and why not"}
 
-`table_problems` compares a table with its recipe file: a field without a row, a row for
-no field, a value that differs from the recipe's, a row with neither source nor actrec
-reason. The tests require none, so a recipe cannot drift from its sources silently.
+`table_problems` compares a table with its recipe file: a field the recipe (or a recipe it
+extends) sets without a row, a row for a field no file of the recipe sets, a value that
+differs from the recipe's, a row with neither source nor actrec reason. The tests require
+none, so a recipe cannot drift from its sources silently. Fields no file sets keep the
+dataclass default and have no row (`actrec recipes --show NAME --sources` marks them).
 
 This module imports neither TensorFlow nor Keras.
 """
@@ -26,14 +28,9 @@ from importlib import resources
 
 import yaml
 
-from actrec.config import (
-    SECTIONS,
-    Recipe,
-    builtin_recipe_names,
-    load_recipe,
-    recipe_from_dict,
-    recipe_to_dict,
-)
+from actrec.config.files import load_recipe, recipe_from_dict, recipe_to_dict
+from actrec.config.inheritance import builtin_recipe_names, fields_set, read_recipe_file
+from actrec.config.recipe import SECTIONS, Recipe
 from actrec.errors import ConfigError
 
 SOURCES_FOLDER = "sources"
@@ -49,7 +46,7 @@ class SourceRow:
     """
 
     field: str
-    value: object
+    value: object  # any recipe field's value (number, text, list, None)
     kind: str
     source: str = ""
     deviation: str = ""
@@ -67,7 +64,7 @@ class SourceTable:
 
 
 def _table_text(name: str) -> str | None:
-    path = resources.files("actrec").joinpath("recipes", SOURCES_FOLDER, f"{name}.yaml")
+    path = resources.files("actrec").joinpath("recipes", SOURCES_FOLDER, *f"{name}.yaml".split("/"))
     return path.read_text(encoding="utf-8") if path.is_file() else None
 
 
@@ -143,18 +140,32 @@ def _table_values(recipe: Recipe, table: SourceTable) -> dict[str, object]:
     return recipe_fields(recipe_from_dict(plain, f"source table of {table.recipe}"))
 
 
+def recipe_set_fields(name: str) -> dict[str, str]:
+    """ "section.key" -> the file that sets it, for the built-in recipe (or base) `name` and
+    the recipes it extends; fields absent keep the dataclass default."""
+    return fields_set(read_recipe_file(name))
+
+
 def table_problems(name: str) -> list[str]:
     """What keeps the table of built-in recipe `name` from describing its recipe file."""
     recipe, table = load_recipe(name), source_table(name)
     fields = recipe_fields(recipe)
-    problems = [f"{field}: no row" for field in fields if table.row(field) is None]
+    stated = recipe_set_fields(name)
+    problems = [f"{field}: no row" for field in stated if table.row(field) is None]
     problems += [
         f"{row.field}: not a field of the recipe" for row in table.rows if row.field not in fields
+    ]
+    problems += [
+        f"{row.field}: a row for a field the recipe does not set"
+        for row in table.rows
+        if row.field in fields and row.field not in stated
     ]
     if problems:
         return problems
     expected = _table_values(recipe, table)
     for field, value in fields.items():
+        if field not in stated:
+            continue
         row = table.row(field)
         if not _same(expected[field], value):
             problems.append(f"{field}: the recipe has {value!r}, the table {row.value!r}")

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from actrec.errors import ConfigError, DatasetError
 from actrec.runs import (
@@ -23,6 +24,9 @@ from actrec.runs import (
     RUN_FILE,
     load_run_record,
 )
+
+if TYPE_CHECKING:
+    from actrec.config.recipe import Recipe
 
 CHECKPOINT_CHOICES = ("final", "best")
 """Which trained weights evaluation and export use: "final" (final.weights.h5, the default:
@@ -42,7 +46,7 @@ class TrainedRun:
     """
 
     run_dir: Path
-    recipe: object
+    recipe: Recipe
     classes: tuple[str, ...]
     data_dir: Path | None
     prepare_settings: dict
@@ -77,7 +81,7 @@ def _prepare_settings(data_dir: Path | None) -> dict:
 def load_trained_run(run_dir: Path | str, checkpoint: str = "final") -> TrainedRun:
     """The finished run in `run_dir` with its `checkpoint` weights ("final" or "best");
     ConfigError naming the file and the fix otherwise."""
-    from actrec.config import load_recipe
+    from actrec.config.files import load_recipe
 
     run_dir = Path(run_dir)
     if not run_dir.is_dir():

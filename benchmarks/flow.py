@@ -29,13 +29,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from real_clips import CLIPS, grey_frames  # benchmarks/real_clips.py
 
-from actrec.data.flow import (
-    FLOW_METHODS,
+from actrec.data.format.flow import (
     available_flow_methods,
     create_flow_estimator,
     dequantize_flow,
     quantize_flow,
 )
+from actrec.data.format.flow_methods import FLOW_METHODS
 
 BORDER = 16  # px left out of the error: pyramid and warp borders
 JPEG_QUALITY = 90  # actrec prepare's default --jpeg-quality

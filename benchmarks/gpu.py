@@ -116,7 +116,8 @@ def pipeline_clips_per_core(clips: int) -> dict[str, float]:
     import tensorflow as tf
 
     tf.config.set_visible_devices([], "GPU")  # the pipeline runs on the CPU; JAX has the GPU
-    from actrec.data.pipeline import ClipSpec, build_dataset
+    from actrec.data.input.clip_spec import ClipSpec
+    from actrec.data.input.pipeline import build_dataset
 
     rates = {}
     with tempfile.TemporaryDirectory() as folder:

@@ -28,7 +28,8 @@ import time
 
 
 def _recipe(backbone: str, crop: int, segments: int, remat: bool = False):
-    from actrec.config import apply_overrides, load_recipe
+    from actrec.config.files import load_recipe
+    from actrec.config.overrides import apply_overrides
 
     return apply_overrides(
         load_recipe("synthetic-rgb"),
@@ -45,7 +46,8 @@ def _recipe(backbone: str, crop: int, segments: int, remat: bool = False):
 def remat_comparison(arguments) -> None:
     from actrec.models.remat import describe_plan
     from actrec.models.segment_model import build_segment_model, segment_backbone
-    from actrec.train.memory import format_bytes, probe_batch
+    from actrec.train.memory.probe import probe_batch
+    from actrec.train.memory.units import format_bytes
 
     model = build_segment_model(
         arguments.backbone,
@@ -85,14 +87,10 @@ def remat_comparison(arguments) -> None:
 
 
 def auto_table(arguments) -> None:
-    from actrec.train.memory import (
-        MIB,
-        choose_batch,
-        format_bytes,
-        parse_memory_size,
-        probe_batch,
-        with_batch_size,
-    )
+    from actrec.train.memory.choose import choose_batch
+    from actrec.train.memory.probe import probe_batch
+    from actrec.train.memory.recipe_edits import with_batch_size
+    from actrec.train.memory.units import MIB, format_bytes, parse_memory_size
 
     recipe = with_batch_size(
         _recipe(arguments.auto_backbone, arguments.auto_crop, arguments.auto_segments), "auto"

@@ -90,8 +90,8 @@ def default_videos() -> list[Path]:
 
 
 def prepare(video: Path, out: Path) -> Path:
-    from actrec.data.encode_video import PrepareSettings
-    from actrec.data.prepare import prepare_dataset
+    from actrec.data.prepare.dataset import prepare_dataset
+    from actrec.data.prepare.encode_video import PrepareSettings
     from actrec.data.sources.base import DatasetListing, VideoEntry
 
     entry = VideoEntry(video.stem, video.resolve(), 0, "train")
@@ -102,7 +102,7 @@ def prepare(video: Path, out: Path) -> Path:
 
 def stored_jpegs(prepared: Path) -> dict[str, list[bytes]]:
     """{"rgb": the RGB JPEGs, "flow": the x and y JPEGs} of the prepared video."""
-    from actrec.data import records
+    from actrec.data.format import records
 
     (_, video_records), *_ = records.iter_split_videos(prepared, "train")
     video = records.video_record(video_records)
@@ -152,7 +152,7 @@ def measure(dataset, clips: int) -> tuple[float, float | None]:
 def pipelines(prepared: Path, format1_shard: Path, spec) -> dict:
     from pipeline_format1 import format1_dataset
 
-    from actrec.data.pipeline import build_dataset
+    from actrec.data.input.pipeline import build_dataset
 
     def format2(device: bool):
         return build_dataset(
@@ -188,7 +188,7 @@ def decord_rate(video: Path, clips: int) -> float | None:
 def benchmark_video(video: Path, folder: Path, clips: int, repeats: int) -> list[dict]:
     from pipeline_format1 import write_format1_shard
 
-    from actrec.data.pipeline import ClipSpec
+    from actrec.data.input.clip_spec import ClipSpec
 
     prepared = prepare(video, folder / video.stem)
     format1_shard = folder / f"{video.stem}-format1.tfrecord"

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from actrec.data import augment, format1, records, sampling, shards
-from actrec.data.pipeline import stack_flow_frames
+from actrec.data.format import records, shards
+from actrec.data.input import augment, sampling
+from actrec.data.input.clips import stack_flow_frames
+from actrec.data.maintenance import format1
 
 
 def write_format1_shard(prepared: Path, split: str, path: Path) -> None:

@@ -36,10 +36,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from real_clips import CLIPS, FRAME_SIZE, clip_frames  # benchmarks/real_clips.py
 
-from actrec.data.encode_video import PrepareSettings, VideoTask, encode_video
-from actrec.data.flow import create_flow_estimator, quantize_flow_planes
-from actrec.data.frame_encoding import jpeg_bytes
-from actrec.data.video import FrameSize, iter_video_frames, resize_frame
+from actrec.data.format.flow import create_flow_estimator, quantize_flow_planes
+from actrec.data.format.frame_encoding import jpeg_bytes
+from actrec.data.format.video import FrameSize, iter_video_frames, resize_frame
+from actrec.data.prepare.encode_video import PrepareSettings, VideoTask, encode_video
 
 JPEG_QUALITY = PrepareSettings().jpeg_quality
 STAGES = (
@@ -99,7 +99,7 @@ def stage_times(path: Path, rounds: int, method: str) -> dict[str, float]:
 
 
 def stage_times_once(path: Path, method: str) -> dict[str, float]:
-    """CPU seconds of each stage, clocked between the calls actrec.data.frame_encoding
+    """CPU seconds of each stage, clocked between the calls actrec.data.format.frame_encoding
     makes, in its order, so each stage finds its input as warm in cache as there."""
     size = FrameSize.parse(FRAME_SIZE)
     spent: dict[str, float] = dict.fromkeys(STAGES, 0.0)
@@ -177,9 +177,10 @@ def print_ratio_row(name: str, frames: int, dis_times: list[float], prepare_time
 def end_to_end_report(videos_per_class: int) -> None:
     import tensorflow  # noqa: F401  the shard writer's one-time import, kept out of the timings
 
-    from actrec.data.prepare import prepare_dataset
+    from actrec.data.prepare.dataset import prepare_dataset
     from actrec.data.sources import list_videos
-    from actrec.data.synthetic import SyntheticConfig, generate_synthetic_dataset
+    from actrec.data.synthetic.config import SyntheticConfig
+    from actrec.data.synthetic.dataset import generate_synthetic_dataset
 
     cpus = os.cpu_count() or 1
     with tempfile.TemporaryDirectory() as folder:

@@ -23,7 +23,7 @@ FRAME_SIZE = "340x256"
 
 def clip_frames(path: Path, frame_size: str = FRAME_SIZE) -> list[np.ndarray]:
     """The BGR frames [H, W, 3] of a clip, decoded and resized as `actrec prepare` does."""
-    from actrec.data.video import FrameSize, iter_video_frames
+    from actrec.data.format.video import FrameSize, iter_video_frames
 
     return list(iter_video_frames(path, FrameSize.parse(frame_size), channel_order="bgr"))
 

@@ -45,7 +45,8 @@ TINY = [
 
 
 def recipe(steps: int):
-    from actrec.config import apply_overrides, load_recipe
+    from actrec.config.files import load_recipe
+    from actrec.config.overrides import apply_overrides
 
     return apply_overrides(
         load_recipe("synthetic-rgb"), [*TINY, f"runtime.steps_per_epoch={steps}"]
@@ -100,8 +101,8 @@ def measured(data: Path, run: Path, steps: int, resume: bool) -> float:
 
 def replay_seconds(data: Path, steps: int) -> float:
     """Wall seconds to draw `steps` training batches from the pipeline (the old resume)."""
-    from actrec.data.clip_spec import clip_spec
-    from actrec.data.pipeline import build_dataset
+    from actrec.data.input.clip_spec import clip_spec
+    from actrec.data.input.pipeline import build_dataset
 
     spec = clip_spec(recipe(steps), training=True)
     batches = iter(build_dataset(data, "train", spec, BATCH, True, seed=0, repeat=True))
@@ -112,10 +113,11 @@ def replay_seconds(data: Path, steps: int) -> float:
 
 
 def prepare(folder: Path) -> Path:
-    from actrec.data.encode_video import PrepareSettings
-    from actrec.data.prepare import prepare_dataset
+    from actrec.data.prepare.dataset import prepare_dataset
+    from actrec.data.prepare.encode_video import PrepareSettings
     from actrec.data.sources import list_videos
-    from actrec.data.synthetic import SyntheticConfig, generate_synthetic_dataset
+    from actrec.data.synthetic.config import SyntheticConfig
+    from actrec.data.synthetic.dataset import generate_synthetic_dataset
 
     generate_synthetic_dataset(folder / "raw", SyntheticConfig(videos_per_class=6, num_frames=24))
     out = folder / "prepared"

@@ -26,10 +26,11 @@ WORKER = Path(__file__).resolve().parent / "train_worker.py"
 
 
 def prepare_set(folder: Path) -> Path:
-    from actrec.data.encode_video import PrepareSettings
-    from actrec.data.prepare import prepare_dataset
+    from actrec.data.prepare.dataset import prepare_dataset
+    from actrec.data.prepare.encode_video import PrepareSettings
     from actrec.data.sources import list_videos
-    from actrec.data.synthetic import SyntheticConfig, generate_synthetic_dataset
+    from actrec.data.synthetic.config import SyntheticConfig
+    from actrec.data.synthetic.dataset import generate_synthetic_dataset
 
     generate_synthetic_dataset(folder / "raw", SyntheticConfig(videos_per_class=6, num_frames=24))
     out = folder / "prepared"

@@ -27,9 +27,11 @@ def main() -> None:
     cluster = cluster_from_environment()
     strategy = build_strategy("auto")  # before any TensorFlow op
 
-    from actrec.data.pipeline import ClipSpec, build_dataset
+    from actrec.data.input.clip_spec import ClipSpec
+    from actrec.data.input.pipeline import build_dataset
     from actrec.models.segment_model import build_segment_model
-    from actrec.train.loop import DistributedTrainer, OptimizerSettings
+    from actrec.train.loop import DistributedTrainer
+    from actrec.train.optimizer import OptimizerSettings
 
     spec = ClipSpec("rgb", num_segments=3, crop_size=arguments.crop)
     trainer = DistributedTrainer(

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 from actrec_cli.options import option_group, parse_fusion_weights
 
+from actrec.data.input.crop_layouts import CROP_LAYOUTS, crop_layouts_text
 from actrec.evaluation.protocols import DEFAULT_PROTOCOL, PROTOCOLS
 
 PROTOCOL_HELP = "; ".join(f"{name}: {protocol.description}" for name, protocol in PROTOCOLS.items())
@@ -26,7 +27,9 @@ protocol_options = option_group(
     ),
     click.option("--clips", type=click.IntRange(min=1), help="Override the protocol's clips."),
     click.option(
-        "--crops", type=click.Choice(["1", "3", "10"]), help="Override the protocol's crops."
+        "--crops",
+        type=click.Choice([str(count) for count in CROP_LAYOUTS]),
+        help=f"Override the protocol's crops: {crop_layouts_text()}.",
     ),
 )
 """--protocol and its --segments, --clips and --crops overrides."""

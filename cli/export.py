@@ -74,7 +74,7 @@ def export(
     takes decoded uint8 frames (and flow) of any size and returns class probabilities and
     the top-k class names, with actrec.json, classes.txt, the recipe and MODEL_CARD.md."""
     import_tensorflow_quietly()
-    from actrec.export import export_runs
+    from actrec.export.writer import export_runs
 
     runs = [run_dir] if other_run is None else [run_dir, other_run]
     summary = export_runs(

@@ -36,7 +36,7 @@ from rich.table import Table
 )
 def inspect(prepared, contact_sheet, num_videos, frames_per_video):
     """Read every record in PREPARED, check it against manifest.json, draw a contact sheet."""
-    from actrec.data.inspect import inspect_prepared
+    from actrec.data.maintenance.inspect import inspect_prepared
 
     import_tensorflow_quietly()
 

@@ -8,7 +8,6 @@ from pathlib import Path
 import click
 from actrec_cli.console import import_tensorflow_quietly, progress_for
 from actrec_cli.prepare_options import (
-    DATASETS,
     default_out,
     default_root,
     encoding_options,
@@ -16,9 +15,20 @@ from actrec_cli.prepare_options import (
 )
 from actrec_cli.prepare_report import generate_synthetic_if_missing, print_dry_run, print_summary
 
+from actrec.data.sources import SOURCES
 
-@click.command()
-@click.argument("dataset", type=click.Choice(DATASETS))
+DATASETS_HELP = "\b\n" + "\n".join(
+    f"  {source.name:10} {source.description}" for source in SOURCES.values()
+)
+
+
+@click.command(
+    help="Turn DATASET into training shards.\n\n"
+    "Parallel and resumable: re-run the same command after an interruption and it continues "
+    "where it stopped. Every skipped video is listed in OUT/report.json.\n\n"
+    f"DATASET is one of:\n\n{DATASETS_HELP}"
+)
+@click.argument("dataset", type=click.Choice(list(SOURCES)))
 @click.option(
     "--root",
     type=click.Path(path_type=Path),
@@ -62,15 +72,13 @@ def prepare(
     test_fraction,
     dry_run,
 ):
-    """Turn DATASET (ucf101, hmdb51, kinetics, folder, synthetic) into training shards.
-
-    Parallel and resumable: re-run the same command after an interruption and it continues
-    where it stopped. Every skipped video is listed in OUT/report.json.
-    """
-    from actrec.data.encode_video import PrepareSettings
-    from actrec.data.prepare import dry_run as dry_run_listing
-    from actrec.data.prepare import prepare_dataset, validate_settings
-    from actrec.data.sources import SourceOptions, list_videos
+    """Prepare DATASET (a name of actrec.data.sources.SOURCES); the help is above."""
+    from actrec.data.prepare.dataset import prepare_dataset
+    from actrec.data.prepare.encode_video import PrepareSettings
+    from actrec.data.prepare.plan import dry_run as dry_run_listing
+    from actrec.data.prepare.plan import validate_settings
+    from actrec.data.sources import list_videos
+    from actrec.data.sources.base import SourceOptions
 
     root = root or default_root(dataset)
     out_dir = out_dir or default_out(dataset, split)

@@ -8,10 +8,8 @@ from pathlib import Path
 import click
 from actrec_cli.options import option_group
 
-from actrec.data.flow_methods import FLOW_METHODS, NO_FLOW
-
-DATASETS = ("ucf101", "hmdb51", "kinetics", "folder", "synthetic")
-SPLITTED = ("ucf101", "hmdb51")
+from actrec.data.format.flow_methods import FLOW_METHOD_DESCRIPTIONS, FLOW_METHODS, NO_FLOW
+from actrec.data.sources import SOURCES
 
 
 def default_root(dataset: str) -> Path:
@@ -21,7 +19,7 @@ def default_root(dataset: str) -> Path:
 
 def default_out(dataset: str, split: str | None) -> Path:
     """The --out default: datasets/prepared/DATASET, -splitN for ucf101 and hmdb51."""
-    if dataset in SPLITTED:
+    if SOURCES[dataset].numbered_splits:
         return Path("datasets") / "prepared" / f"{dataset}-split{split or '1'}"
     return Path("datasets") / "prepared" / dataset
 
@@ -32,10 +30,9 @@ encoding_options = option_group(
         default="dis",
         show_default=True,
         type=click.Choice([*FLOW_METHODS, NO_FLOW]),
-        help="Optical flow method: dis (DIS, fast preset), dis-medium (DIS, medium preset: "
-        "about 2.7x lower end-point error at 1/5 the speed), farneback, tvl1 (needs "
-        "opencv-contrib-python-headless); none stores RGB only. `actrec predict` computes the "
-        "same flow.",
+        help="Optical flow method: "
+        + "; ".join(f"{name}: {text}" for name, text in FLOW_METHOD_DESCRIPTIONS.items())
+        + f"; {NO_FLOW} stores RGB only. `actrec predict` computes the same flow.",
     ),
     click.option(
         "--size",

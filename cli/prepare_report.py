@@ -10,7 +10,7 @@ from rich.table import Table
 
 
 def generate_synthetic_if_missing(root: Path) -> None:
-    from actrec.data.synthetic import (
+    from actrec.data.synthetic.dataset import (
         check_synthetic_version,
         generate_synthetic_dataset,
         is_synthetic_dataset,

@@ -35,7 +35,7 @@ def list_command(verify: bool, urls: bool, as_json: bool) -> None:
 @click.option("--sha256", "expected_sha256", help="Also require this SHA-256 of the file.")
 def fetch(backbone: str, url: str | None, expected_sha256: str | None) -> None:
     """Download BACKBONE's weight file into the store and check its digest."""
-    from actrec.models.pretrained import fetch_weights
+    from actrec.models.weight_install import fetch_weights
 
     path = fetch_weights(
         backbone, url=url, expected_sha256=expected_sha256, progress=progress_for("bytes")
@@ -50,7 +50,7 @@ def fetch(backbone: str, url: str | None, expected_sha256: str | None) -> None:
 def import_command(file: Path, backbone: str | None, expected_sha256: str | None) -> None:
     """Check FILE (downloaded elsewhere) against its published digest and copy it into the
     store; a file that does not match installs nothing."""
-    from actrec.models.pretrained import import_weights
+    from actrec.models.weight_install import import_weights
 
     path = import_weights(file, backbone=backbone, expected_sha256=expected_sha256)
     console().print(f"installed {path}", highlight=False)

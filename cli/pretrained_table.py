@@ -35,7 +35,7 @@ def weights_rows(verify: bool) -> list[dict]:
 
 def print_weights_table(rows: list[dict], urls: bool) -> None:
     """The rows as a table (with `urls`, a URL column), then each digest mismatch."""
-    from actrec.models.pretrained import store_directory
+    from actrec.models.weight_store import store_directory
 
     table = Table(title=f"ImageNet no-top weights (store: {store_directory()})")
     columns = ["backbone", "file", "published digest", "status"] + (["url"] if urls else [])

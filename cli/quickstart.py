@@ -54,7 +54,7 @@ def quickstart(workdir, size):
     if not result.reached_expected_accuracy:
         console().print(
             f"[yellow]below the expected {100 * result.expected_fused_accuracy:.0f} %[/]: the "
-            "quickstart trains from scratch in a few minutes; see the README's troubleshooting"
+            "quickstart trains from scratch in a few minutes; see docs/troubleshooting.md"
         )
     console().print(
         f"next: `actrec predict VIDEO --model {workdir / 'export'}`; the README shows the same "

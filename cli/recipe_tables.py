@@ -12,7 +12,7 @@ from rich.table import Table
 NON_TERMINAL_WIDTH = 100
 # The fidelity table wraps its source column to fit this width when not on a terminal.
 SOURCES_WIDTH = NON_TERMINAL_WIDTH
-MARKERS = {"source": "", "deviation": "≠", "actrec": "·"}
+MARKERS = {"source": "", "deviation": "≠", "actrec": "·", "default": "-"}
 
 
 def value_text(value: object) -> str:
@@ -31,8 +31,9 @@ def value_text(value: object) -> str:
 
 
 def print_sources(name: str) -> None:
-    """The fidelity table of built-in recipe `name`: field, value, mark, source."""
-    from actrec.config import load_recipe
+    """The fidelity table of built-in recipe `name`: field, value, mark, source (fields the
+    recipe leaves at the dataclass default marked as such)."""
+    from actrec.config.files import load_recipe
     from actrec.recipe_sources import recipe_fields, source_table
 
     values = recipe_fields(load_recipe(name))
@@ -40,7 +41,7 @@ def print_sources(name: str) -> None:
     table = Table(
         title=f"{name}: every field and its source",
         caption="≠ deviation from the source (why in the row)   · actrec setting, no published "
-        "counterpart   (blank: the source's value)",
+        "counterpart   - not set by the recipe (actrec's default)   (blank: the source's value)",
     )
     table.add_column("field", no_wrap=True)
     table.add_column("value", overflow="fold", max_width=22)
@@ -48,6 +49,9 @@ def print_sources(name: str) -> None:
     table.add_column("source", overflow="fold", ratio=1)
     for field, value in values.items():
         row = table_data.row(field)
+        if row is None:
+            table.add_row(field, value_text(value), MARKERS["default"], "actrec default")
+            continue
         text = row.source or row.reason
         if row.deviation:
             text = f"{text}; deviation: {row.deviation}"

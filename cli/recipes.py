@@ -28,7 +28,9 @@ def recipes(show: str | None, sources: bool) -> None:
     Use a name with `actrec train --recipe NAME`; `--show NAME` prints the full recipe
     as YAML, a starting point for a recipe file of your own; `--show NAME --sources` its
     fidelity table."""
-    from actrec.config import builtin_recipe_names, load_recipe, recipe_to_yaml, validate_recipe
+    from actrec.config.files import load_recipe, recipe_to_yaml
+    from actrec.config.inheritance import builtin_recipe_names
+    from actrec.config.validate import validate_recipe
     from actrec.errors import ConfigError
 
     if sources:

@@ -20,7 +20,8 @@ def synthetic(root, videos_per_class, num_frames, size, seed):
     Eight classes that differ only in motion (move left/right/up/down, rotate either way,
     zoom in/out): a single frame cannot tell them apart, optical flow can.
     """
-    from actrec.data.synthetic import SyntheticConfig, generate_synthetic_dataset
+    from actrec.data.synthetic.config import SyntheticConfig
+    from actrec.data.synthetic.dataset import generate_synthetic_dataset
     from actrec.errors import ConfigError
 
     try:

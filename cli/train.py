@@ -69,7 +69,7 @@ def train(
     """Train a TSN / TSM model. Run one process per worker (see `actrec launch`, TF_CONFIG or
     Slurm); only the chief writes the run directory."""
     import_tensorflow_quietly(start_runtime=False)
-    from actrec.train.memory import auto_fields
+    from actrec.train.memory.recipe_edits import auto_fields
     from actrec.train.preemption import PREEMPTED_EXIT_CODE
     from actrec.train.run import train as train_run
     from actrec.train.strategy import is_chief

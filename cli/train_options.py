@@ -48,10 +48,11 @@ def recipe_from_options(
 ):
     """The recipe --recipe names (with --resume and no --recipe: the run's own), with the
     --set overrides, --batch-size and --remat applied."""
-    from actrec.config import apply_overrides, load_recipe
+    from actrec.config.files import load_recipe
+    from actrec.config.overrides import apply_overrides
     from actrec.errors import ConfigError
     from actrec.runs import RECIPE_FILE
-    from actrec.train.memory import with_batch_size, with_remat
+    from actrec.train.memory.recipe_edits import with_batch_size, with_remat
 
     if recipe_name is None:
         if resume is None or not (run_dir / RECIPE_FILE).exists():

@@ -125,10 +125,11 @@ def cli_output_with_heavy_modules(arguments: list[str]) -> str:
 @pytest.fixture(scope="session")
 def tiny_synthetic_prepared(tmp_path_factory) -> Path:
     """8 classes x 3 videos (2 train, 1 test) of 12 frames at 64x48, with flow."""
-    from actrec.data.encode_video import PrepareSettings
-    from actrec.data.prepare import prepare_dataset
+    from actrec.data.prepare.dataset import prepare_dataset
+    from actrec.data.prepare.encode_video import PrepareSettings
     from actrec.data.sources import list_videos
-    from actrec.data.synthetic import SyntheticConfig, generate_synthetic_dataset
+    from actrec.data.synthetic.config import SyntheticConfig
+    from actrec.data.synthetic.dataset import generate_synthetic_dataset
 
     folder = tmp_path_factory.mktemp("tiny-synthetic")
     generate_synthetic_dataset(
@@ -152,10 +153,10 @@ def tiny_synthetic_prepared(tmp_path_factory) -> Path:
 def synthetic_prepared(tmp_path_factory) -> Path:
     """The default synthetic set (8 classes x 24 videos, 56 test videos), prepared with DIS
     flow at the original 128x96."""
-    from actrec.data.encode_video import PrepareSettings
-    from actrec.data.prepare import prepare_dataset
+    from actrec.data.prepare.dataset import prepare_dataset
+    from actrec.data.prepare.encode_video import PrepareSettings
     from actrec.data.sources import list_videos
-    from actrec.data.synthetic import generate_synthetic_dataset
+    from actrec.data.synthetic.dataset import generate_synthetic_dataset
 
     folder = tmp_path_factory.mktemp("synthetic")
     generate_synthetic_dataset(folder / "raw")
@@ -167,7 +168,7 @@ def synthetic_prepared(tmp_path_factory) -> Path:
 
 
 def _trained_synthetic_run(recipe_name: str, prepared: Path, folder: Path):
-    from actrec.config import load_recipe
+    from actrec.config.files import load_recipe
     from actrec.train.run import train
 
     run_dir = folder / recipe_name
@@ -209,7 +210,8 @@ def tiny_runs(tiny_synthetic_prepared, tmp_path_factory):
     new_length 2). BatchNorm momentum 0 makes the moving statistics those of the step's
     batch, so the models' outputs depend on their input (an untrained MobileNetV2 answers
     the same for every input)."""
-    from actrec.config import apply_overrides, load_recipe
+    from actrec.config.files import load_recipe
+    from actrec.config.overrides import apply_overrides
     from actrec.train.run import train
 
     folder = tmp_path_factory.mktemp("tiny-runs")
@@ -235,7 +237,7 @@ def tiny_runs(tiny_synthetic_prepared, tmp_path_factory):
 @pytest.fixture(scope="session")
 def tiny_exports(tiny_runs, tmp_path_factory):
     """SavedModel exports of the tiny runs: {"rgb", "flow", "two-stream": folder}."""
-    from actrec.export import export_runs
+    from actrec.export.writer import export_runs
 
     folder = tmp_path_factory.mktemp("tiny-exports")
     exports = {}

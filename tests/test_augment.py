@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from actrec.data import augment
+from actrec.data.input import augment
 from actrec.errors import ConfigError
 
 tf = pytest.importorskip("tensorflow")

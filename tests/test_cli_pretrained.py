@@ -10,7 +10,7 @@ import pytest
 from actrec_cli.main import main
 from click.testing import CliRunner
 
-from actrec.models.backbones import backbone_spec
+from actrec.config.backbones import backbone_spec
 
 MOBILENET_V2 = backbone_spec("mobilenet_v2").weights
 RESNET50 = backbone_spec("resnet50").weights

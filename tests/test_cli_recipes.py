@@ -8,7 +8,8 @@ import sys
 from conftest import REPO_ROOT, cli_output_with_heavy_modules
 from rich.console import Console
 
-from actrec.config import builtin_recipe_names, dump_recipe, load_recipe
+from actrec.config.files import dump_recipe, load_recipe
+from actrec.config.inheritance import builtin_recipe_names
 
 
 def test_recipes_lists_every_builtin(cli_runner):

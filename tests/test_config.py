@@ -8,23 +8,20 @@ from importlib import resources
 import pytest
 import yaml
 
-from actrec.config import (
+from actrec.config.files import dump_recipe, load_recipe, recipe_to_dict, recipe_to_yaml
+from actrec.config.inheritance import builtin_recipe_names
+from actrec.config.overrides import apply_overrides
+from actrec.config.recipe import (
     SECTION_TYPES,
     DataConfig,
     ModelConfig,
     Recipe,
     RuntimeConfig,
     TrainConfig,
-    apply_overrides,
-    builtin_recipe_names,
-    dump_recipe,
-    load_recipe,
-    recipe_to_dict,
-    recipe_to_yaml,
     resolved_partial_bn,
-    validate_recipe,
 )
-from actrec.data.clip_spec import clip_spec
+from actrec.config.validate import validate_recipe
+from actrec.data.input.clip_spec import clip_spec
 from actrec.errors import ConfigError
 
 EXPECTED_RECIPES = {
@@ -64,13 +61,53 @@ def test_builtin_recipe_loads_and_validates(name):
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED_RECIPES))
-def test_builtin_recipe_file_sets_every_key(name):
-    """Built-ins do not lean on dataclass defaults, which may change."""
-    text = resources.files("actrec").joinpath("recipes", f"{name}.yaml").read_text()
-    values = yaml.safe_load(text)
-    for section, section_type in SECTION_TYPES.items():
-        expected = {item.name for item in dataclasses.fields(section_type)}
-        assert set(values[section]) == expected, f"{name}: {section}"
+def test_builtin_recipe_file_states_a_value_once(name):
+    """A value lives in one file: a recipe repeats a value of the recipe it extends only to
+    cite its own source for it (a row of its fidelity table)."""
+    from actrec.config.inheritance import read_recipe_file
+    from actrec.recipe_sources import source_table
+
+    recipe_file = read_recipe_file(name)
+    parent = recipe_file.values.get("extends")
+    if parent is None:
+        return
+    parent_values = recipe_to_dict(load_recipe(parent))
+    own_table = yaml.safe_load(
+        resources.files("actrec").joinpath("recipes", "sources", f"{name}.yaml").read_text()
+    )
+    for section, values in recipe_file.values.items():
+        if section not in SECTION_TYPES:
+            continue
+        for key, value in values.items():
+            field = f"{section}.{key}"
+            if value == parent_values[section][key]:
+                assert field in own_table["fields"], f"{name} repeats {field} of {parent}"
+                assert source_table(name).row(field).value == value
+
+
+def test_a_recipe_file_extends_a_builtin_recipe_or_a_file_beside_it(tmp_path):
+    (tmp_path / "base.yaml").write_text("name: base\nextends: tsn-rgb-ucf101\ntrain: {lr: 0.01}\n")
+    (tmp_path / "mine.yaml").write_text("extends: base.yaml\ntrain: {epochs: 3}\n")
+    recipe = load_recipe(tmp_path / "mine.yaml")
+    reference = load_recipe("tsn-rgb-ucf101")
+    assert recipe.name == "mine" and (recipe.train.epochs, recipe.train.lr) == (3, 0.01)
+    assert recipe.data == reference.data and recipe.model == reference.model
+    assert recipe.train.decay_epochs == reference.train.decay_epochs
+    assert load_recipe("synthetic-tsm").model.shift_fraction == 0.125  # from base/tsm
+
+
+def test_extends_errors_name_the_file_and_the_fix(tmp_path):
+    path = tmp_path / "mine.yaml"
+    path.write_text("extends: tsn-rgb-ucf10\n")
+    with pytest.raises(ConfigError, match=r"mine\.yaml: extends 'tsn-rgb-ucf10', which is"):
+        load_recipe(path)
+    (tmp_path / "a.yaml").write_text("extends: b.yaml\n")
+    (tmp_path / "b.yaml").write_text("extends: a.yaml\n")
+    with pytest.raises(ConfigError, match="extend each other in a loop: a -> b -> a"):
+        load_recipe(tmp_path / "a.yaml")
+    path.write_text("extends: tsn-rgb-ucf101\ntrain: [1]\n")
+    with pytest.raises(ConfigError, match="section 'train' must be a mapping"):
+        load_recipe(path)
 
 
 def _steps_per_epoch(videos: int, batch: int) -> int:
@@ -425,7 +462,7 @@ def test_a_recipe_file_without_the_newer_keys_loads_with_their_defaults(tmp_path
         recipe.train.classifier_lr_mult,
     ) == (1.0, 1.0, 1.0)
     assert recipe.data.more_fix_crop is True
-    assert clip_spec(recipe, training=True).more_fixed_crops is True
+    assert clip_spec(recipe, training=True).more_fix_crop is True
 
 
 def test_validate_accepts_reasonable_changes():
@@ -490,8 +527,8 @@ def test_clip_spec_follows_the_recipe():
 def test_backbone_choices_are_the_model_registry():
     """The config's backbone Literal (config imports no models) names the registry's entries,
     in its order, and TSM's backbones are those with a shift family."""
-    from actrec.config import BACKBONE_NAMES, SHIFTABLE_BACKBONES
-    from actrec.models.backbones import BACKBONES
+    from actrec.config.backbones import BACKBONES
+    from actrec.config.choices import BACKBONE_NAMES, SHIFTABLE_BACKBONES
 
     assert tuple(BACKBONES) == BACKBONE_NAMES
     shiftable = tuple(name for name, spec in BACKBONES.items() if spec.shift_family is not None)
@@ -501,11 +538,16 @@ def test_backbone_choices_are_the_model_registry():
 def test_components_take_their_choices_from_the_recipe_literals():
     """Each component's tuple of allowed values is the config's tuple, not a copy."""
     from actrec.config import choices
-    from actrec.data import clip_spec as clip_spec_module
-    from actrec.data import sampling
+    from actrec.data.input import clip_spec as clip_spec_module
+    from actrec.data.input import sampling
     from actrec.train import loop, optimizer, strategy
 
-    assert clip_spec_module.MODALITIES is choices.MODALITIES
+    # A clip is the recipe's data section: its choices are the section's Literals.
+    assert issubclass(clip_spec_module.ClipSpec, DataConfig)
+    with pytest.raises(
+        ConfigError, match=r"data\.modality='depth' is not valid; choose one of: rgb, flow"
+    ):
+        clip_spec_module.ClipSpec("depth")
     assert sampling.SAMPLINGS is choices.SAMPLINGS
     assert loop.SYNC_MODES is choices.SYNCS and loop.MIXED_PRECISIONS is choices.MIXED_PRECISIONS
     assert optimizer.OPTIMIZER_NAMES is choices.OPTIMIZERS
@@ -522,7 +564,8 @@ def test_config_imports_neither_data_nor_models():
 
     code = (
         "import sys, actrec.config\n"
-        "from actrec.config import load_recipe, validate_recipe\n"
+        "from actrec.config.files import load_recipe\n"
+        "from actrec.config.validate import validate_recipe\n"
         "validate_recipe(load_recipe('tsm-kinetics400'))\n"
         "print(sorted(m for m in sys.modules if m.startswith(('actrec.data', 'actrec.models'))))"
     )

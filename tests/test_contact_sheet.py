@@ -7,7 +7,7 @@ import cv2
 import numpy as np
 import pytest
 
-from actrec.data.contact_sheet import (
+from actrec.data.maintenance.contact_sheet import (
     BLOCK_GAP,
     HEADER_HEIGHT,
     KEY_HEIGHT,

@@ -9,7 +9,8 @@ import math
 import numpy as np
 import pytest
 
-from actrec.config import apply_overrides, load_recipe
+from actrec.config.files import load_recipe
+from actrec.config.overrides import apply_overrides
 from actrec.errors import ConfigError
 from actrec.train.divergence import DivergenceGuard, agreed_counts
 from actrec.train.faults import NanInjection

@@ -12,10 +12,11 @@ import pytest
 import tensorflow as tf
 from conftest import folder_digests
 
-from actrec.config import apply_overrides, load_recipe
-from actrec.data.clip_spec import clip_spec
-from actrec.data.pipeline import build_dataset
-from actrec.data.views import ViewSpec, build_view_dataset, crops_of_clip
+from actrec.config.files import load_recipe
+from actrec.config.overrides import apply_overrides
+from actrec.data.input.clip_spec import clip_spec
+from actrec.data.input.pipeline import build_dataset
+from actrec.data.input.views import ViewSpec, build_view_dataset, crops_of_clip
 from actrec.errors import ConfigError
 from actrec.evaluation.evaluate import evaluate_run, fuse_evaluations, load_evaluation
 from actrec.evaluation.protocols import PROTOCOLS, resolve_protocol
@@ -76,7 +77,7 @@ def _position_clip(height: int, width: int, channels: int) -> np.ndarray:
 
 
 def _spec(modality: str, crops: int, crop: int = 4) -> ViewSpec:
-    from actrec.data.pipeline import ClipSpec
+    from actrec.data.input.clip_spec import ClipSpec
 
     new_length = 1
     clip = ClipSpec(modality, 2, new_length, crop, scale_size=8 if crops == 10 else None)

@@ -13,14 +13,14 @@ import pytest
 import yaml
 from conftest import cli_output_with_heavy_modules, folder_digests
 
-from actrec.data import records
-from actrec.data.clip_spec import clip_spec
-from actrec.data.pipeline import build_dataset
-from actrec.data.synthetic import SYNTHETIC_CLASSES as SYNTHETIC_CLASS_NAMES
+from actrec.data.format import records
+from actrec.data.input.clip_spec import clip_spec
+from actrec.data.input.pipeline import build_dataset
+from actrec.data.synthetic.config import SYNTHETIC_CLASSES as SYNTHETIC_CLASS_NAMES
 from actrec.errors import ConfigError
-from actrec.export import export_runs
 from actrec.export.predict import record_inputs
 from actrec.export.serving import ServingStream, build_serving_function
+from actrec.export.writer import export_runs
 from actrec.models.segment_model import load_segment_model
 from actrec.trained_run import build_trained_model, load_trained_run
 

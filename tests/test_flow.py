@@ -1,4 +1,4 @@
-"""Optical flow estimation, quantisation and visualisation (actrec.data.flow)."""
+"""Optical flow estimation, quantisation and visualisation (actrec.data.format.flow)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,9 @@ import cv2
 import numpy as np
 import pytest
 
-from actrec.data import flow as flow_module
-from actrec.data.flow import (
+from actrec.data.format import flow as flow_module
+from actrec.data.format.flow import (
     FLOW_BOUND,
-    FLOW_METHODS,
     available_flow_methods,
     create_flow_estimator,
     dequantize_flow,
@@ -21,8 +20,10 @@ from actrec.data.flow import (
     quantize_flow,
     quantize_flow_planes,
 )
-from actrec.data.synthetic import render_translation_clip, write_video
-from actrec.data.video import iter_video_frames
+from actrec.data.format.flow_methods import FLOW_METHODS
+from actrec.data.format.video import iter_video_frames
+from actrec.data.synthetic.render import render_translation_clip
+from actrec.data.synthetic.video_writer import write_video
 from actrec.errors import ConfigError
 
 BORDER = 16  # pixels left out of the mean: occlusion and pyramid border effects
@@ -90,11 +91,15 @@ def test_one_dis_estimator_handles_changing_frame_sizes():
         assert abs(float(np.median(flow[..., 0])) - 2.0) < 0.3
 
 
-def test_methods_and_availability():
-    assert FLOW_METHODS == ("dis", "dis-medium", "farneback", "tvl1")
+def test_every_registered_method_is_available_and_builds_an_estimator():
+    """Over the registry (actrec.data.format.flow_methods): a method added there is built here
+    or fails this test."""
     available = available_flow_methods()
-    assert available[:3] == ("dis", "dis-medium", "farneback")
-    assert ("tvl1" in available) == hasattr(cv2, "optflow")
+    assert available == tuple(m for m in FLOW_METHODS if m != "tvl1" or hasattr(cv2, "optflow"))
+    for method in available:
+        estimate = create_flow_estimator(method)
+        still = np.zeros((64, 64), np.uint8)
+        assert estimate(still, still).shape == (64, 64, 2)
 
 
 def test_unknown_method_lists_the_methods():

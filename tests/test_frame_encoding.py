@@ -1,4 +1,4 @@
-"""The per-frame preparation (actrec.data.frame_encoding) on a real clip: the JPEGs it hands
+"""The per-frame preparation (actrec.data.format.frame_encoding) on a real clip: the JPEGs it hands
 the record writer are those of the plain pipeline (RGB frames, numpy quantisation)."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 from conftest import TEST_DATA
 
-from actrec.data.flow import create_flow_estimator
-from actrec.data.frame_encoding import encode_video_jpegs
-from actrec.data.video import FrameSize, iter_video_frames
+from actrec.data.format.flow import create_flow_estimator
+from actrec.data.format.frame_encoding import encode_video_jpegs
+from actrec.data.format.video import FrameSize, iter_video_frames
 
 UCF101_CLIP = TEST_DATA / "videos" / "v_Basketball_g01_c01.avi"  # Xvid 320x240, 141 frames
 QUALITY = 90

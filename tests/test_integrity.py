@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from actrec.data.integrity import check_shard_sizes, data_loss_error, shard_problems
-from actrec.data.synthetic import SyntheticConfig, generate_synthetic_dataset
+from actrec.data.format.integrity import check_shard_sizes, data_loss_error, shard_problems
+from actrec.data.synthetic.config import SyntheticConfig
+from actrec.data.synthetic.dataset import generate_synthetic_dataset
 from actrec.errors import DatasetError
 
 

@@ -11,12 +11,14 @@ import numpy as np
 import pytest
 from conftest import folder_digests
 
-from actrec.data import format1, records
-from actrec.data.encode_video import PrepareSettings
-from actrec.data.inspect import inspect_prepared
-from actrec.data.migrate import migrate_prepared
-from actrec.data.pipeline import ClipSpec, build_dataset
-from actrec.data.prepare import prepare_dataset
+from actrec.data.format import records
+from actrec.data.input.clip_spec import ClipSpec
+from actrec.data.input.pipeline import build_dataset
+from actrec.data.maintenance import format1
+from actrec.data.maintenance.inspect import inspect_prepared
+from actrec.data.maintenance.migrate import migrate_prepared
+from actrec.data.prepare.dataset import prepare_dataset
+from actrec.data.prepare.encode_video import PrepareSettings
 from actrec.data.sources import list_videos
 from actrec.errors import DatasetError, OutputError
 

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from actrec.errors import ConfigError
-from actrec.models.fusion import build_two_stream_model, fuse_scores
+from actrec.models.fusion import build_two_stream_model
+from actrec.models.score_fusion import fuse_scores
 from actrec.models.segment_model import build_segment_model, load_segment_model
 
 SIZE = 32

@@ -12,9 +12,10 @@ import numpy as np
 import pytest
 from keras.src.legacy.saving import legacy_h5_format
 
+from actrec.config.backbones import backbone_spec
 from actrec.errors import WeightsError
-from actrec.models import pretrained
-from actrec.models.backbones import backbone_spec, build_backbone, build_plain_backbone
+from actrec.models import pretrained, weight_digests, weight_install, weight_store
+from actrec.models.backbones import build_backbone, build_plain_backbone
 from actrec.models.initialisation import load_imagenet_weights
 from actrec.models.segment_model import build_segment_model, segment_backbone
 
@@ -214,10 +215,10 @@ def test_model_with_imagenet_weights_fails_offline_without_the_file(isolated_sto
 def test_import_then_imagenet_weights_resolve_from_the_store(isolated_store, mobilenet_v2_file):
     path, expected = mobilenet_v2_file
     sha256 = hashlib.sha256(path.read_bytes()).hexdigest()
-    installed = pretrained.import_weights(path, expected_sha256=sha256)
+    installed = weight_install.import_weights(path, expected_sha256=sha256)
     assert installed == isolated_store / path.name
     assert installed.read_bytes() == path.read_bytes()
-    record = pretrained.read_manifest(isolated_store)["files"][path.name]
+    record = weight_store.read_manifest(isolated_store)["files"][path.name]
     assert record["sha256"] == sha256
     assert record["backbone"] == "mobilenet_v2"
     model = build_segment_model("mobilenet_v2", 3, num_segments=2, input_size=SIZE)
@@ -233,14 +234,14 @@ def store_entries(store):
 def test_import_with_a_wrong_sha256_installs_nothing(isolated_store, mobilenet_v2_file):
     path, _ = mobilenet_v2_file
     with pytest.raises(WeightsError, match="SHA-256"):
-        pretrained.import_weights(path, expected_sha256="0" * 64)
+        weight_install.import_weights(path, expected_sha256="0" * 64)
     assert store_entries(isolated_store) == []
 
 
 def test_file_that_fails_the_published_md5_installs_nothing(isolated_store, resnet50_file):
     path, _ = resnet50_file
     with pytest.raises(WeightsError) as caught:
-        pretrained.import_weights(path, backbone="resnet50")
+        weight_install.import_weights(path, backbone="resnet50")
     message = str(caught.value)
     assert backbone_spec("resnet50").weights.file_hash in message
     assert hashlib.md5(path.read_bytes()).hexdigest() in message
@@ -253,19 +254,21 @@ def test_fetch_from_a_file_url_verifies_and_installs(
     monkeypatch.delenv("ACTREC_OFFLINE")
     path, _ = mobilenet_v2_file
     sha256 = hashlib.sha256(path.read_bytes()).hexdigest()
-    installed = pretrained.fetch_weights("mobilenet_v2", url=path.as_uri(), expected_sha256=sha256)
+    installed = weight_install.fetch_weights(
+        "mobilenet_v2", url=path.as_uri(), expected_sha256=sha256
+    )
     assert installed.read_bytes() == path.read_bytes()
     # A download that fails the published MD5 leaves no file behind, not even a partial one.
     bad, _ = resnet50_file
     with pytest.raises(WeightsError, match="MD5"):
-        pretrained.fetch_weights("resnet50", url=bad.as_uri())
+        weight_install.fetch_weights("resnet50", url=bad.as_uri())
     assert store_entries(isolated_store) == ["manifest.json", path.name]
 
 
 def test_fetch_offline_never_downloads(isolated_store, mobilenet_v2_file):
     path, _ = mobilenet_v2_file
     with pytest.raises(WeightsError) as caught:
-        pretrained.fetch_weights("mobilenet_v2", url=path.as_uri())
+        weight_install.fetch_weights("mobilenet_v2", url=path.as_uri())
     assert "ACTREC_OFFLINE" in str(caught.value)
     assert "actrec pretrained import" in str(caught.value)
     assert store_entries(isolated_store) == []
@@ -275,11 +278,11 @@ def test_store_comes_before_the_keras_cache_and_changed_files_are_refused(
     isolated_store, mobilenet_v2_file, tmp_path
 ):
     path, _ = mobilenet_v2_file
-    cache = pretrained.keras_cache_directory()
+    cache = weight_store.keras_cache_directory()
     cache.mkdir(parents=True)
     (cache / path.name).write_bytes(b"another file")
     assert pretrained.resolve_weights("mobilenet_v2") == cache / path.name
-    installed = pretrained.import_weights(path)
+    installed = weight_install.import_weights(path)
     assert pretrained.resolve_weights("mobilenet_v2") == installed
     installed.write_bytes(path.read_bytes()[:-10] + b"0123456789")
     with pytest.raises(WeightsError, match="changed since"):
@@ -294,10 +297,10 @@ def test_md5_published_by_keras_is_checked(tmp_path, monkeypatch):
         spec,
         weights=dataclasses.replace(spec.weights, file_hash=hashlib.md5(b"weights").hexdigest()),
     )
-    digests = pretrained.verified_digests(file, matching)
+    digests = weight_digests.verified_digests(file, matching)
     assert digests.sha256 == hashlib.sha256(b"weights").hexdigest()
     with pytest.raises(WeightsError, match=re.escape(spec.weights.file_hash)):
-        pretrained.verified_digests(file, spec)
+        weight_digests.verified_digests(file, spec)
 
 
 def test_explicit_missing_path_is_an_error():

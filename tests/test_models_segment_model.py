@@ -216,3 +216,23 @@ def test_saved_models_reload_with_identical_outputs(tmp_path, resnet_pair):
         assert [w.path for w in reloaded.weights] == [w.path for w in model.weights]
         flags = [layer.trainable for layer in batch_normalization_layers(reloaded)]
         assert flags == [layer.trainable for layer in batch_normalization_layers(model)]
+
+
+def test_every_model_option_of_the_recipe_is_a_constructor_argument():
+    """The recipe's model section is passed whole (actrec.models.factory): a new option is a
+    ModelConfig field and an argument of build_segment_model, with nothing in between."""
+    import dataclasses
+    import inspect
+
+    from actrec.config.recipe import DataConfig, ModelConfig
+    from actrec.models.factory import build_model
+
+    parameters = inspect.signature(build_segment_model).parameters
+    assert {item.name for item in dataclasses.fields(ModelConfig)} <= set(parameters)
+    model = ModelConfig(
+        architecture="tsm", backbone="mobilenet_v2", weights="none", batch_norm_momentum=0.7
+    )
+    network = build_model(model, DataConfig(num_segments=4, crop_size=SIZE), num_classes=3)
+    assert network.input_shape == (None, 4, SIZE, SIZE, 3) and network.output_shape == (None, 3)
+    assert {layer.momentum for layer in batch_normalization_layers(network)} == {0.7}
+    assert any("shift" in layer.name for layer in segment_backbone(network).layers)

@@ -9,12 +9,14 @@ import shutil
 import numpy as np
 import pytest
 
-from actrec.data import augment
-from actrec.data.encode_video import PrepareSettings
-from actrec.data.pipeline import ClipSpec, build_dataset, dataset_info
-from actrec.data.prepare import prepare_dataset
+from actrec.data.input import augment
+from actrec.data.input.clip_spec import ClipSpec, dataset_info
+from actrec.data.input.pipeline import build_dataset
+from actrec.data.prepare.dataset import prepare_dataset
+from actrec.data.prepare.encode_video import PrepareSettings
 from actrec.data.sources import list_videos
-from actrec.data.synthetic import SyntheticConfig, generate_synthetic_dataset
+from actrec.data.synthetic.config import SyntheticConfig
+from actrec.data.synthetic.dataset import generate_synthetic_dataset
 from actrec.errors import ConfigError, DatasetError
 
 tf = pytest.importorskip("tensorflow")

@@ -9,9 +9,13 @@ import json
 import numpy as np
 import pytest
 
-from actrec.data import augment, clips, order, records, sampling, shards
-from actrec.data.manifest import read_manifest, split_videos
-from actrec.data.pipeline import ClipSpec, build_dataset, finish_batch, stack_flow_frames
+from actrec.data.format import records, shards
+from actrec.data.format.manifest import read_manifest, split_videos
+from actrec.data.input import augment, clip_reading, order, sampling, training_clips
+from actrec.data.input.clip_spec import ClipSpec
+from actrec.data.input.clips import stack_flow_frames
+from actrec.data.input.pipeline import build_dataset
+from actrec.data.input.training_clips import finish_batch
 from actrec.errors import DatasetError
 
 tf = pytest.importorskip("tensorflow")
@@ -33,7 +37,7 @@ def _format1_clip(decoded: dict, spec: ClipSpec, seed):
     sample_seed, crop_seed, flip_seed = sampling.split_seed(seed, 3)
     is_flow = spec.modality == "flow"
     frames = decoded["flow"] if is_flow else decoded["frames"]
-    starts = clips.clip_starts(len(frames), spec, True, sample_seed)
+    starts = clip_reading.clip_starts(len(frames), spec, True, sample_seed)
     indices = tf.reshape(sampling.consecutive_indices(starts, spec.new_length, len(frames)), [-1])
     picked = tf.gather(frames, indices)
     if is_flow:
@@ -41,7 +45,9 @@ def _format1_clip(decoded: dict, spec: ClipSpec, seed):
         clip = stack_flow_frames(pixels, spec.num_segments, spec.new_length)
     else:
         clip = tf.cast(picked, tf.float32)
-    clip = augment.multi_scale_crop(clip, spec.crop_size, crop_seed, scales=spec.scales)
+    clip = augment.multi_scale_crop(
+        clip, spec.crop_size, crop_seed, scales=spec.scales, more_fixed_crops=spec.more_fix_crop
+    )
     clip = augment.random_horizontal_flip(clip, is_flow, flip_seed)
     if not is_flow:
         return clip.numpy()
@@ -100,7 +106,7 @@ def test_finishing_on_the_device_gives_the_pipelines_clips(tiny_synthetic_prepar
         iter(build_dataset(prepared, "train", spec, 6, True, seed=5, finish_on_device=True))
     )
     # a uint8 window (crop + chroma margin) per RGB frame, a crop per flow field: padded
-    side = 48 if spec.modality == "flow" else 48 + 2 * clips.CHROMA_MARGIN
+    side = 48 if spec.modality == "flow" else 48 + 2 * training_clips.CHROMA_MARGIN
     assert len(parts) == spec.num_segments * (1 if spec.modality == "rgb" else 2 * spec.new_length)
     assert all(part.dtype == tf.uint8 and part.shape[1:3] == (side, side) for part in parts)
     np.testing.assert_array_equal(finish_batch(parts, geometry, spec).numpy(), finished.numpy())

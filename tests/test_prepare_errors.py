@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from conftest import folder_digests, write_tiny_video
 
-from actrec.data.synthetic import SyntheticConfig, generate_synthetic_dataset
+from actrec.data.synthetic.config import SyntheticConfig
+from actrec.data.synthetic.dataset import generate_synthetic_dataset
 
 
 @pytest.fixture
@@ -111,7 +112,7 @@ def test_an_unknown_flow_method_lists_the_choices(small_ucf, cli_runner):
 
 
 def test_tvl1_without_contrib_says_what_to_install(small_ucf, cli_runner):
-    from actrec.data.flow import available_flow_methods
+    from actrec.data.format.flow import available_flow_methods
 
     if "tvl1" in available_flow_methods():
         pytest.skip("this OpenCV has cv2.optflow")

@@ -12,10 +12,12 @@ import time
 import pytest
 from conftest import REPO_ROOT
 
-from actrec.data.encode_video import PrepareSettings
-from actrec.data.prepare import PARTIAL_DIR, STATE_FILE, prepare_dataset
+from actrec.data.prepare.dataset import prepare_dataset
+from actrec.data.prepare.encode_video import PrepareSettings
+from actrec.data.prepare.plan import PARTIAL_DIR, STATE_FILE
 from actrec.data.sources import list_videos
-from actrec.data.synthetic import SyntheticConfig, generate_synthetic_dataset
+from actrec.data.synthetic.config import SyntheticConfig
+from actrec.data.synthetic.dataset import generate_synthetic_dataset
 
 # Farneback at 256 px keeps each video slow enough (~0.1 s) to kill the run mid-way.
 ARGUMENTS = ["--flow", "farneback", "--size", "256", "--shard-size-mb", "0.3", "--workers", "1"]

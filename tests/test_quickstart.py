@@ -9,7 +9,7 @@ import re
 import numpy as np
 import pytest
 
-from actrec.data.synthetic import SYNTHETIC_CLASSES
+from actrec.data.synthetic.config import SYNTHETIC_CLASSES
 from actrec.evaluation.scores import load_video_scores
 from actrec.quickstart import SIZES
 

@@ -1,5 +1,6 @@
-"""The README's commands: every `actrec` command parses against the real CLI, the first
-command is the quickstart, and the fast ones run as written on the synthetic set."""
+"""The README's and the docs' commands: every `actrec` command in a bash block of README.md
+or docs/*.md parses against the real CLI, the README's first command is the quickstart, the
+fast ones run as written on the synthetic set, and every relative link points at a file."""
 
 from __future__ import annotations
 
@@ -13,8 +14,9 @@ import pytest
 from conftest import REPO_ROOT
 
 README = REPO_ROOT / "README.md"
-# Commands the test runs as written, in README order (prefixes of their words); the others
-# (downloads, real datasets, minutes of training) are only parsed.
+DOCS = REPO_ROOT / "docs"
+# Commands the test runs as written, in README order and then the docs pages' (prefixes of
+# their words); the others (downloads, real datasets, minutes of training) are only parsed.
 FAST_COMMANDS = (
     ("actrec", "recipes"),
     ("actrec", "pretrained", "list"),
@@ -24,6 +26,13 @@ FAST_COMMANDS = (
     ("actrec", "export", "runs/synthetic-tsm"),
     ("actrec", "predict"),
 )
+# Pages that the README or the docs link to and that another change writes: a link to one
+# may point nowhere until it lands (then it is checked like any other).
+
+
+def doc_pages() -> list[Path]:
+    """docs/*.md, in name order (the order their fast commands run in)."""
+    return sorted(DOCS.glob("*.md"))
 
 
 def bash_blocks(text: str) -> list[str]:
@@ -50,11 +59,26 @@ def shell_commands(block: str) -> list[list[str]]:
     return [command for command in commands if command]
 
 
-def readme_actrec_commands() -> list[list[str]]:
+def actrec_commands(page: Path) -> list[list[str]]:
+    """The `actrec` commands of a page's bash blocks (a `srun actrec ...` as its actrec part)."""
     commands = []
-    for block in bash_blocks(README.read_text(encoding="utf-8")):
+    for block in bash_blocks(page.read_text(encoding="utf-8")):
         commands += [c for c in shell_commands(block) if c[0] in ("actrec", "srun")]
     return [c[c.index("actrec") :] for c in commands if "actrec" in c]
+
+
+def readme_actrec_commands() -> list[list[str]]:
+    return actrec_commands(README)
+
+
+def docs_actrec_commands() -> list[tuple[str, list[str]]]:
+    """(page name, command) of every `actrec` command in docs/*.md, in page order."""
+    return [(page.name, words) for page in doc_pages() for words in actrec_commands(page)]
+
+
+def walkthrough_commands() -> list[list[str]]:
+    """The README's commands, then the docs pages' (the order the fast ones run in)."""
+    return readme_actrec_commands() + [words for _, words in docs_actrec_commands()]
 
 
 def parse_command(words: list[str]) -> None:
@@ -77,16 +101,74 @@ def test_the_first_command_installs_and_runs_the_quickstart():
     assert first == [["pip", "install", "-e", "."], ["actrec", "quickstart"]]
 
 
+def assert_parses(words: list[str], where: str) -> None:
+    if "--help" in words or "-h" in words:
+        return
+    try:
+        parse_command(words)
+    except click.UsageError as error:
+        pytest.fail(f"{where} command {' '.join(words)!r} does not parse: {error}")
+
+
 def test_every_readme_command_parses_against_the_cli():
     commands = readme_actrec_commands()
     assert len(commands) >= 30
     for words in commands:
-        if "--help" in words or "-h" in words:
+        assert_parses(words, "README")
+
+
+DOCS_COMMANDS = docs_actrec_commands()
+
+
+def test_the_docs_pages_hold_commands():
+    """The docs' commands are found (a page moved or a block fence changed would lose them)."""
+    pages = {page for page, _ in DOCS_COMMANDS}
+    assert {"data.md", "training.md", "cluster.md", "evaluation-and-export.md"} <= pages
+    assert len(DOCS_COMMANDS) >= 25
+
+
+@pytest.mark.parametrize(
+    ("page", "words"),
+    DOCS_COMMANDS,
+    ids=[f"{page}:{index}" for index, (page, _) in enumerate(DOCS_COMMANDS)],
+)
+def test_every_docs_command_parses_against_the_cli(page, words):
+    assert_parses(words, f"docs/{page}")
+
+
+def markdown_links(text: str) -> list[str]:
+    """The targets of a page's inline links (code blocks left out)."""
+    text = re.sub(r"```.*?```", "", text, flags=re.DOTALL)
+    return re.findall(r"\[[^\]]*\]\(([^)\s]+)\)", text)
+
+
+def heading_anchors(text: str) -> set[str]:
+    """The anchors GitHub gives a page's headings (lower case, punctuation dropped, spaces
+    as hyphens)."""
+    text = re.sub(r"```.*?```", "", text, flags=re.DOTALL)
+    anchors = set()
+    for heading in re.findall(r"^#{1,6}\s+(.+?)\s*$", text, flags=re.MULTILINE):
+        anchors.add(re.sub(r"[^\w\- ]", "", heading.lower()).replace(" ", "-"))
+    return anchors
+
+
+@pytest.mark.parametrize(
+    "page", [README, *doc_pages()], ids=lambda page: str(page.relative_to(REPO_ROOT))
+)
+def test_every_relative_link_points_at_a_file(page):
+    """Every relative link of the README and docs/*.md names an existing file, and an
+    anchor (`page.md#heading`) names a heading of that page."""
+    broken = []
+    for link in markdown_links(page.read_text(encoding="utf-8")):
+        if re.match(r"[a-z]+:", link):  # https:, mailto:
             continue
-        try:
-            parse_command(words)
-        except click.UsageError as error:
-            pytest.fail(f"README command {' '.join(words)!r} does not parse: {error}")
+        path, _, anchor = link.partition("#")
+        target = (page.parent / path).resolve() if path else page
+        if not target.exists():
+            broken.append(f"{link}: no such file")
+        elif anchor and anchor not in heading_anchors(target.read_text(encoding="utf-8")):
+            broken.append(f"{link}: no heading #{anchor} in {target.name}")
+    assert not broken, f"{page.name}: {broken}"
 
 
 def _is_fast(words: list[str]) -> bool:
@@ -98,7 +180,8 @@ def test_the_fast_readme_commands_run_as_written(
     cli_runner, tmp_path, monkeypatch, synthetic_prepared, synthetic_flow_run, synthetic_tsm_run
 ):
     """In a folder laid out as the README's synthetic walkthrough leaves it (the session's
-    prepared set and trained runs linked in), every fast command succeeds as written."""
+    prepared set and trained runs linked in), every fast command of the README and then of
+    the docs pages succeeds as written."""
     links = {
         "datasets/raw/synthetic": synthetic_prepared.parent / "raw",
         "datasets/prepared/synthetic": synthetic_prepared,
@@ -110,22 +193,24 @@ def test_the_fast_readme_commands_run_as_written(
         (tmp_path / name).symlink_to(target)
     monkeypatch.chdir(tmp_path)
     ran, shown = [], {}
-    for words in readme_actrec_commands():
+    for words in walkthrough_commands():
         if not _is_fast(words):
             continue
         result = cli_runner(*words[1:])
         assert result.exit_code == 0, f"{' '.join(words)}:\n{result.output}"
         ran.append(words[1])
         if words[1] == "predict":
-            shown.update(_readme_predictions(cli_runner, words))
+            shown.update(_shown_predictions(cli_runner, words))
     assert {"recipes", "inspect", "eval", "export", "predict"} <= set(ran), ran
-    # Every prediction the README shows is right: the video's class is its folder's name.
+    # Every prediction the README and the docs show is right: the video's class is its
+    # folder's name.
     assert len(shown) >= 4
     assert {video: Path(video).parent.name for video in shown} == shown
 
 
-def _readme_predictions(cli_runner, words: list[str]) -> dict[str, str]:
-    """{video: predicted class} of a README `actrec predict` command (run with --json)."""
+def _shown_predictions(cli_runner, words: list[str]) -> dict[str, str]:
+    """{video: predicted class} of a README or docs `actrec predict` command (run with
+    --json)."""
     arguments = words[1:] if "--json" in words else [*words[1:], "--json"]
     result = cli_runner(*arguments)
     assert result.exit_code == 0, result.output

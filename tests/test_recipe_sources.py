@@ -8,18 +8,31 @@ import re
 
 import pytest
 
-from actrec.config import builtin_recipe_names, load_recipe
+from actrec.config.files import load_recipe
+from actrec.config.inheritance import builtin_base_names, builtin_recipe_names
 from actrec.errors import ConfigError
-from actrec.recipe_sources import recipe_fields, source_table, table_problems
+from actrec.recipe_sources import recipe_fields, recipe_set_fields, source_table, table_problems
 
 PUBLISHED = ("tsn-rgb-ucf101", "tsn-flow-ucf101", "tsn-rgb-hmdb51", "tsn-flow-hmdb51")
 
 
-@pytest.mark.parametrize("name", builtin_recipe_names())
-def test_every_field_of_every_builtin_recipe_has_its_row_and_the_recipes_value(name):
+@pytest.mark.parametrize("name", builtin_recipe_names() + builtin_base_names())
+def test_every_field_a_builtin_recipe_sets_has_its_row_and_the_recipes_value(name):
     assert table_problems(name) == []
     table = source_table(name)
-    assert {row.field for row in table.rows} == set(recipe_fields(load_recipe(name)))
+    assert {row.field for row in table.rows} == set(recipe_set_fields(name))
+    assert set(recipe_set_fields(name)) <= set(recipe_fields(load_recipe(name)))
+
+
+def test_a_row_for_a_field_the_recipe_leaves_at_its_default_is_reported(monkeypatch):
+    import actrec.recipe_sources as sources
+
+    stated = dict(recipe_set_fields("tsn-rgb-hmdb51"))
+    del stated["train.epochs"]
+    monkeypatch.setattr(sources, "recipe_set_fields", lambda name: stated)
+    assert table_problems("tsn-rgb-hmdb51") == [
+        "train.epochs: a row for a field the recipe does not set"
+    ]
 
 
 def test_a_recipe_that_drifts_from_its_table_is_reported(monkeypatch):
@@ -65,7 +78,8 @@ def test_deviations_are_marked_as_such():
     assert table.row("model.backbone").kind == "deviation"
     assert "BN-Inception" in table.row("model.backbone").source
     assert table.row("train.clip_norm").kind == "source"  # 40, the Caffe RGB solver's
-    assert table.row("runtime.seed").kind == "actrec"
+    assert table.row("runtime.validate_every_epochs").kind == "source"
+    assert source_table("synthetic-tsm").row("model.backbone").kind == "actrec"
 
 
 def test_sources_cli_prints_every_field_with_its_source_in_110_columns(cli_runner):

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from actrec.data import sampling
+from actrec.data.input import sampling
 from actrec.errors import ConfigError
 
 tf = pytest.importorskip("tensorflow")

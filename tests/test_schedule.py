@@ -6,7 +6,8 @@ import math
 
 import pytest
 
-from actrec.config import RuntimeConfig, TrainConfig, load_recipe
+from actrec.config.files import load_recipe
+from actrec.config.recipe import RuntimeConfig, TrainConfig
 from actrec.errors import ConfigError
 from actrec.train.schedule import (
     EpochPlan,

@@ -7,7 +7,7 @@ import cv2
 import numpy as np
 import pytest
 
-from actrec.data import records, shards
+from actrec.data.format import records, shards
 
 tf = pytest.importorskip("tensorflow")
 

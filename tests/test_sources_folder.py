@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from actrec.data.sources import SourceOptions, folder, list_videos
+from actrec.data.sources import folder, list_videos
+from actrec.data.sources.base import SourceOptions
 from actrec.errors import ConfigError, DatasetError
 
 CLASS_SIZES = {"clap": 10, "jump": 20, "run": 5, "sit": 2, "wave": 1}

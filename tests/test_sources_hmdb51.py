@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from actrec.data.sources import SourceOptions, hmdb51, list_videos
+from actrec.data.sources import hmdb51, list_videos
+from actrec.data.sources.base import SourceOptions
 from actrec.errors import AnnotationError, ConfigError, DatasetError
 
 # class -> split id -> [(video file, code)]; code 1 train, 2 test, 0 unused

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from actrec.data.sources import SourceOptions, kinetics, list_videos
-from actrec.data.sources.base import UNLABELLED
+from actrec.data.sources import kinetics, list_videos
+from actrec.data.sources.base import UNLABELLED, SourceOptions
 from actrec.errors import AnnotationError, ConfigError, DatasetError
 
 HEADER = "label,youtube_id,time_start,time_end,split,is_cc"

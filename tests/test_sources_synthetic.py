@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from actrec.data.sources import SourceOptions, list_videos
+from actrec.data.sources import list_videos
+from actrec.data.sources.base import SourceOptions
 from actrec.errors import AnnotationError, ConfigError, DatasetError
 
 CLASSES = ("MoveLeft", "MoveRight", "Rotate")

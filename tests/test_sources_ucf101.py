@@ -9,7 +9,8 @@ import cv2
 import numpy as np
 import pytest
 
-from actrec.data.sources import SourceOptions, list_videos, ucf101
+from actrec.data.sources import list_videos, ucf101
+from actrec.data.sources.base import SourceOptions
 from actrec.errors import AnnotationError, ConfigError, DatasetError
 
 OFFICIAL_SPLITS = Path(__file__).parent / "data" / "ucf101-splits"

@@ -1,4 +1,4 @@
-"""The synthetic motion dataset (actrec.data.synthetic)."""
+"""The synthetic motion dataset (actrec.data.synthetic.dataset)."""
 
 from __future__ import annotations
 
@@ -10,20 +10,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from actrec.data import synthetic
-from actrec.data.flow import create_flow_estimator, grey
-from actrec.data.synthetic import (
-    SYNTHETIC_CLASSES,
-    SyntheticConfig,
+from actrec.data.format.flow import create_flow_estimator, grey
+from actrec.data.format.video import probe_video, read_video_frames
+from actrec.data.synthetic import dataset as synthetic
+from actrec.data.synthetic.config import SYNTHETIC_CLASSES, SyntheticConfig
+from actrec.data.synthetic.dataset import (
     check_synthetic_version,
     generate_synthetic_dataset,
     is_synthetic_dataset,
-    render_clip,
-    render_translation_clip,
-    write_video,
 )
-from actrec.data.synthetic_render import clip_motion
-from actrec.data.video import probe_video, read_video_frames
+from actrec.data.synthetic.render import clip_motion, render_clip, render_translation_clip
+from actrec.data.synthetic.video_writer import write_video
 from actrec.errors import ActrecError, ConfigError, DatasetError, OutputError
 
 SMALL = SyntheticConfig(videos_per_class=3, num_frames=6, width=64, height=48, seed=5)

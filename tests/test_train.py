@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 from conftest import REPO_ROOT, train_command, weight_file_arrays
 
-from actrec.config import apply_overrides, load_recipe
+from actrec.config.files import load_recipe
+from actrec.config.overrides import apply_overrides
 from actrec.errors import ConfigError, DatasetError, OutputError
 from actrec.train.run import train
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from conftest import train_command
 
-from actrec.config import load_recipe
+from actrec.config.files import load_recipe
 from actrec.evaluation.evaluate import evaluate_run
 from actrec.evaluation.protocols import resolve_protocol
 from actrec.train.launch import launch_local_workers

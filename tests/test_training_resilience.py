@@ -17,7 +17,8 @@ import numpy as np
 import pytest
 from conftest import folder_digests
 
-from actrec.config import apply_overrides, load_recipe
+from actrec.config.files import load_recipe
+from actrec.config.overrides import apply_overrides
 from actrec.train.run import train
 
 pytestmark = pytest.mark.slow
@@ -145,7 +146,7 @@ def test_best_weights_are_those_of_the_best_validation_on_the_held_out_videos(ru
 
 
 def test_eval_and_export_pick_the_best_weights(runs, cli_runner, tmp_path):
-    from actrec.export import export_runs
+    from actrec.export.writer import export_runs
 
     _, run_dir = runs["whole"]
     result = cli_runner("eval", run_dir, "--checkpoint", "best")

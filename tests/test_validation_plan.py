@@ -1,5 +1,5 @@
 """What training validates on: a seeded stratified hold-out of train, the val split, or
-nothing; never the test split (actrec.train.validation, actrec.data.holdout)."""
+nothing; never the test split (actrec.train.validation, actrec.data.input.holdout)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,9 @@ from collections import Counter
 
 import pytest
 
-from actrec.config import apply_overrides, load_recipe
-from actrec.data.holdout import held_out_videos
+from actrec.config.files import load_recipe
+from actrec.config.overrides import apply_overrides
+from actrec.data.input.holdout import held_out_videos
 from actrec.errors import ConfigError
 from actrec.train.validation import validation_plan
 

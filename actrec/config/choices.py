@@ -4,36 +4,20 @@ Each alias types its field in actrec.config.recipe and is THE list of its values
 beside it (`MODALITIES = get_args(Modality)`) is what code that checks or lists the values
 imports (actrec.data, actrec.models, actrec.train), and what `validate_recipe` checks with.
 
-This module imports nothing from actrec.
+This module imports nothing from actrec but the backbone registry (actrec.config.backbones).
 """
 
 from __future__ import annotations
 
 from typing import Literal, get_args
 
+from actrec.config.backbones import BACKBONES, shiftable_backbone_names
+
 Modality = Literal["rgb", "flow"]
 Sampling = Literal["tsn", "dense"]
 Architecture = Literal["tsn", "tsm"]
-Backbone = Literal[
-    "resnet50",
-    "resnet101",
-    "resnet152",
-    "inception_v3",
-    "mobilenet_v2",
-    "mobilenet_v3_small",
-    "mobilenet_v3_large",
-    "efficientnet_b0",
-    "efficientnet_b1",
-    "efficientnet_b2",
-    "efficientnet_b3",
-    "efficientnetv2_b0",
-    "efficientnetv2_b1",
-    "efficientnetv2_b2",
-    "efficientnetv2_b3",
-    "efficientnetv2_s",
-    "densenet121",
-]
-"""The backbones actrec.models.backbones registers (one registry entry per name, in order)."""
+Backbone = Literal[tuple(BACKBONES)]  # type: ignore[valid-type]
+"""A name of the backbone registry (actrec.config.backbones), in registry order."""
 ShiftPlacement = Literal["blockres", "block"]
 LrCoupling = Literal["constant", "linear", "sqrt"]
 Decay = Literal["step", "cosine", "none"]
@@ -49,7 +33,7 @@ MODALITIES: tuple[str, ...] = get_args(Modality)
 SAMPLINGS: tuple[str, ...] = get_args(Sampling)
 ARCHITECTURES: tuple[str, ...] = get_args(Architecture)
 BACKBONE_NAMES: tuple[str, ...] = get_args(Backbone)
-SHIFTABLE_BACKBONES = ("resnet50", "resnet101", "resnet152", "mobilenet_v2")
+SHIFTABLE_BACKBONES: tuple[str, ...] = tuple(shiftable_backbone_names())
 """Backbones TSM can insert temporal shifts into (those with a registry shift_family)."""
 SHIFT_PLACEMENTS: tuple[str, ...] = get_args(ShiftPlacement)
 LR_COUPLINGS: tuple[str, ...] = get_args(LrCoupling)

@@ -4,6 +4,7 @@ A recipe is named by its built-in name (actrec/recipes/*.yaml, published hyperpa
 or by the path of a YAML file with the same sections:
 
     name: my-recipe
+    extends: tsn-rgb-ucf101     # optional: another recipe, then only what differs
     description: ...
     reference: ...
     data: {modality: rgb, num_segments: 3, ...}
@@ -19,7 +20,6 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -27,11 +27,14 @@ import yaml
 
 from actrec.atomic import write_text_atomic
 from actrec.config.coerce import coerced_field, field_types, unknown_key_message
+from actrec.config.inheritance import (
+    RecipeFile,
+    parsed_mapping,
+    read_recipe_file,
+    resolved_mapping,
+)
 from actrec.config.recipe import SECTION_TYPES, SECTIONS, TEXT_KEYS, Recipe
 from actrec.errors import ConfigError
-
-RECIPE_SUFFIXES = (".yaml", ".yml")
-RECIPES_PACKAGE_FOLDER = "recipes"
 
 
 def _section_from_mapping(section: str, values: Any, origin: str) -> Any:
@@ -138,12 +141,10 @@ def recipe_to_yaml(recipe: Recipe) -> str:
 
 
 def recipe_from_yaml(text: str, origin: str = "recipe", default_name: str = "") -> Recipe:
-    """A Recipe from YAML text; errors name `origin`."""
-    try:
-        values = yaml.safe_load(text)
-    except yaml.YAMLError as error:
-        raise ConfigError(f"{origin}: not valid YAML: {error}") from None
-    return recipe_from_dict(values, origin, default_name)
+    """A Recipe from YAML text (an `extends` names a built-in recipe or a file relative to
+    the current folder); errors name `origin`."""
+    recipe_file = RecipeFile(default_name, origin, parsed_mapping(text, origin))
+    return recipe_from_dict(resolved_mapping(recipe_file), origin, default_name)
 
 
 def dump_recipe(recipe: Recipe, path: Path | str) -> None:
@@ -151,53 +152,12 @@ def dump_recipe(recipe: Recipe, path: Path | str) -> None:
     write_text_atomic(path, recipe_to_yaml(recipe))
 
 
-def _builtin_folder():
-    return resources.files("actrec").joinpath(RECIPES_PACKAGE_FOLDER)
-
-
-def builtin_recipe_names() -> list[str]:
-    """The names of the built-in recipes (actrec/recipes/*.yaml), sorted."""
-    folder = _builtin_folder()
-    if not folder.is_dir():
-        return []
-    return sorted(
-        entry.name.rsplit(".", 1)[0]
-        for entry in folder.iterdir()
-        if entry.is_file() and entry.name.endswith(RECIPE_SUFFIXES)
-    )
-
-
-def _builtin_text(name: str) -> str:
-    return _builtin_folder().joinpath(f"{name}.yaml").read_text(encoding="utf-8")
-
-
 def load_recipe(name_or_path: str | Path) -> Recipe:
-    """A built-in recipe by name, or the recipe in a YAML file.
+    """A built-in recipe by name, or the recipe in a YAML file, `extends` resolved
+    (actrec.config.inheritance).
 
     Keys and types are checked (ConfigError naming the file and the key); values are checked
     by `validate_recipe`, after any overrides.
     """
-    text = str(name_or_path)
-    if not isinstance(name_or_path, Path) and text in builtin_recipe_names():
-        return recipe_from_yaml(_builtin_text(text), f"built-in recipe {text}", text)
-    path = Path(name_or_path)
-    if path.is_file():
-        try:
-            content = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as error:
-            raise ConfigError(f"{path}: cannot read the recipe file: {error}") from None
-        return recipe_from_yaml(content, str(path), path.stem)
-    if path.exists():
-        raise ConfigError(f"{path} is not a file; give a recipe YAML file or a built-in name")
-    names = ", ".join(builtin_recipe_names())
-    if path.suffix in RECIPE_SUFFIXES or len(path.parts) > 1:
-        raise ConfigError(
-            f"recipe file {path} does not exist; give an existing YAML file or a built-in "
-            f"recipe: {names}"
-        )
-    close = difflib.get_close_matches(text, builtin_recipe_names(), n=1)
-    hint = f" (did you mean {close[0]}?)" if close else ""
-    raise ConfigError(
-        f"unknown recipe {text!r}{hint}; built-in recipes: {names} (or give the path of a "
-        "YAML file; `actrec recipes` lists them)"
-    )
+    recipe_file = read_recipe_file(name_or_path)
+    return recipe_from_dict(resolved_mapping(recipe_file), recipe_file.origin, recipe_file.name)

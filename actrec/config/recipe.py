@@ -7,15 +7,18 @@
              + RuntimeConfig (seed, distribution strategy, checkpoints, logging)
 
 Each choice field is typed with its `Literal` alias from actrec.config.choices (the one list
-of its allowed values). This module imports neither TensorFlow, Keras, OpenCV nor
-actrec.data / actrec.models.
+of its allowed values); each other field that has a range says it beside its default
+(actrec.config.bounds), where `validate_recipe` finds it. This module imports neither
+TensorFlow, Keras, OpenCV nor actrec.data / actrec.models.
 """
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field, fields
 from typing import Literal
 
+from actrec.config.bounds import at_least, checked
 from actrec.config.choices import (
     AdamState,
     Architecture,
@@ -42,12 +45,17 @@ AUTO = "auto"
 """train.batch_size / train.max_per_replica_batch: chosen by probing memory and throughput
 (actrec.train.memory) when the run starts."""
 SECTIONS = ("data", "model", "train", "runtime")
+LR_MULT_ALLOWED = "use a multiplier > 0 (1 for none)"
 TEXT_KEYS = ("name", "description", "reference")
+
+
+def _positive(value: float) -> bool:
+    return value > 0
 
 
 @dataclass(frozen=True)
 class DataConfig:
-    """The clips: see actrec.data.pipeline.ClipSpec for the meaning of each field.
+    """The clips: see actrec.data.input.clip_spec.ClipSpec for the meaning of each field.
 
     modality: "rgb" or "flow".
     num_segments: T, frames (RGB) or flow stacks per clip.
@@ -63,7 +71,7 @@ class DataConfig:
     more_fix_crop: the crop is placed at one of TSN's 13 fixed positions (corners, centre,
         edge centres, quarter points) instead of 5 (corners, centre), as the sources do.
     shuffle_buffer: unused since record format 2, whose training order is a new permutation
-        of all the videos every epoch (actrec.data.order); older recipes keep loading.
+        of all the videos every epoch (actrec.data.input.order); older recipes keep loading.
     train_split: the prepared split trained on.
     validation_split: what validation (and best.weights.h5) uses: "auto" = the held-out part
         of train when validation_holdout > 0, else "val" when the prepared data has it, else
@@ -75,19 +83,28 @@ class DataConfig:
     """
 
     modality: Modality = "rgb"
-    num_segments: int = 3
-    new_length: int = 1
-    crop_size: int = 224
+    num_segments: int = at_least(3, 1)
+    new_length: int = at_least(1, 1)
+    crop_size: int = at_least(224, 1)
     sampling: Sampling = "tsn"
-    frame_interval: int = 2
+    frame_interval: int = at_least(2, 1)
     scale_size: int | None = None
     flip: bool = True
-    scales: tuple[float, ...] = (1.0, 0.875, 0.75, 0.66)
+    scales: tuple[float, ...] = checked(
+        (1.0, 0.875, 0.75, 0.66),
+        lambda scales: len(scales) > 0 and all(0 < scale <= 1 for scale in scales),
+        "give one or more fractions of the short side in (0, 1], e.g. [1.0, 0.875]",
+    )
     more_fix_crop: bool = True
-    shuffle_buffer: int = 128
-    train_split: str = "train"
-    validation_split: str = VALIDATION_SPLIT_AUTO
-    validation_holdout: float = 0.0
+    shuffle_buffer: int = at_least(128, 1)
+    train_split: str = checked("train", str.strip, "name a prepared split")
+    validation_split: str = checked(VALIDATION_SPLIT_AUTO, str.strip, "name a prepared split")
+    validation_holdout: float = checked(
+        0.0,
+        lambda fraction: 0 <= fraction <= MAX_VALIDATION_HOLDOUT,
+        f"use a fraction of the train split in [0, {MAX_VALIDATION_HOLDOUT}] (e.g. 0.1), "
+        "or 0 for none",
+    )
 
 
 @dataclass(frozen=True)
@@ -95,7 +112,7 @@ class ModelConfig:
     """The network: see actrec.models.segment_model.build_segment_model.
 
     architecture: "tsn" or "tsm" (TemporalShift; ResNet family and MobileNetV2 only).
-    backbone: a name from actrec.models.backbones.backbone_names().
+    backbone: a name of the registry actrec.config.backbones.
     weights: "imagenet", "none" (random initialisation) or the path of a no-top weight file.
     dropout: rate before the classifier, in [0, 1).
     partial_bn: freeze every BatchNorm but the first (TSN); None: True for TSN, False for TSM.
@@ -112,13 +129,19 @@ class ModelConfig:
 
     architecture: Architecture = "tsn"
     backbone: Backbone = "resnet50"
-    weights: str = "imagenet"
-    dropout: float = 0.8
+    weights: str = checked("imagenet", str.strip, "use imagenet, none or the path of a weight file")
+    dropout: float = checked(0.8, lambda rate: 0 <= rate < 1, "use a rate in [0, 1)")
     partial_bn: bool | None = None
-    shift_fraction: float = 0.125
+    shift_fraction: float = checked(
+        0.125, lambda fraction: 0 < fraction <= 0.5, "use a fraction in (0, 0.5] (TSM: 0.125)"
+    )
     shift_placement: ShiftPlacement = "blockres"
     input_size: int | None = None
-    batch_norm_momentum: float | None = None
+    batch_norm_momentum: float | None = checked(
+        None,
+        lambda momentum: 0 <= momentum < 1,
+        "use a momentum in [0, 1) (e.g. 0.9), or null for the backbone's own",
+    )
     remat: bool = False
 
 
@@ -164,38 +187,55 @@ class TrainConfig:
     with an error after max_recoveries of them (0: at the first divergence).
     """
 
-    epochs: int = 80
-    batch_size: int | Literal["auto"] = 32
-    batch_growth: float = 1.0
-    batch_growth_every: int = 0
+    epochs: int = at_least(80, 1)
+    batch_size: int | Literal["auto"] = at_least(32, 1)
+    batch_growth: float = at_least(1.0, 1.0)
+    batch_growth_every: int = at_least(0, 0)
     max_batch_size: int | None = None
-    lr: float = 0.001
-    lr_reference_batch: int | None = None
+    lr: float = checked(0.001, lambda rate: rate > 0, "use a learning rate > 0")
+    lr_reference_batch: int | None = at_least(None, 1, optional=True)
     lr_coupling: LrCoupling = "linear"
     warmup_epochs: float = 0.0
     decay: Decay = "step"
-    decay_epochs: tuple[int, ...] = (30, 60)
-    decay_factor: float = 0.1
+    decay_epochs: tuple[int, ...] = checked(
+        (30, 60),
+        lambda epochs: (
+            all(epoch >= 1 for epoch in epochs)
+            and all(b > a for a, b in itertools.pairwise(epochs))
+        ),
+        "use strictly increasing epochs >= 1, e.g. [30, 60] (or [] for no step)",
+    )
+    decay_factor: float = checked(0.1, lambda factor: 0 < factor <= 1, "use a factor in (0, 1]")
     optimizer: Optimizer = "sgd"
-    momentum: float = 0.9
+    momentum: float = checked(0.9, lambda momentum: 0 <= momentum < 1, "use a value in [0, 1)")
     nesterov: bool = False
-    weight_decay: float = 5e-4
+    weight_decay: float = at_least(5e-4, 0.0)
     weight_decay_mode: WeightDecayMode = "coupled"
-    bias_lr_mult: float = 1.0
-    first_conv_lr_mult: float = 1.0
-    classifier_lr_mult: float = 1.0
-    clip_norm: float | None = 20.0
-    label_smoothing: float = 0.0
+    bias_lr_mult: float = checked(1.0, _positive, LR_MULT_ALLOWED)
+    first_conv_lr_mult: float = checked(1.0, _positive, LR_MULT_ALLOWED)
+    classifier_lr_mult: float = checked(1.0, _positive, LR_MULT_ALLOWED)
+    clip_norm: float | None = checked(20.0, _positive, "use a norm > 0, or null for none")
+    label_smoothing: float = checked(
+        0.0, lambda smoothing: 0 <= smoothing < 1, "use a value in [0, 1)"
+    )
     sync: Sync = "allreduce"
-    kavg_steps: int = 1
+    kavg_steps: int = at_least(1, 1)
     adam_state: AdamState = "average"
     mixed_precision: MixedPrecision = "none"
-    accumulation_steps: int = 1
-    max_per_replica_batch: int | Literal["auto"] | None = None
-    loss_upper_bound: float | None = None
-    loss_explosion_factor: float | None = None
-    max_recoveries: int = 3
-    recovery_lr_factor: float = 1.0
+    accumulation_steps: int = at_least(1, 1)
+    max_per_replica_batch: int | Literal["auto"] | None = at_least(None, 1, optional=True)
+    loss_upper_bound: float | None = checked(None, _positive, "use a loss > 0, or null")
+    loss_explosion_factor: float | None = checked(
+        None,
+        lambda factor: factor > 1,
+        "use a factor > 1 (e.g. 5: a loss 5x the mean of the last 5), or null",
+    )
+    max_recoveries: int = at_least(3, 0)
+    recovery_lr_factor: float = checked(
+        1.0,
+        lambda factor: 0 < factor <= 1,
+        "use a factor in (0, 1] (1 keeps the rate, 0.5 halves it after each recovery)",
+    )
 
 
 @dataclass(frozen=True)
@@ -210,15 +250,15 @@ class RuntimeConfig:
     steps_per_epoch: None = training videos // global batch (at least 1).
     """
 
-    seed: int = 0
+    seed: int = at_least(0, 0)
     deterministic: bool = False
     strategy: Strategy = "auto"
     communication: Communication = "auto"
-    checkpoint_every_steps: int = 0
-    keep_checkpoints: int = 3
-    validate_every_epochs: int = 1
-    log_every_steps: int = 10
-    steps_per_epoch: int | None = None
+    checkpoint_every_steps: int = at_least(0, 0)
+    keep_checkpoints: int = at_least(3, 1)
+    validate_every_epochs: int = at_least(1, 0)
+    log_every_steps: int = at_least(10, 1)
+    steps_per_epoch: int | None = at_least(None, 1, optional=True)
 
 
 @dataclass(frozen=True)
@@ -255,6 +295,7 @@ def resolved_partial_bn(model: ModelConfig) -> bool:
     return model.architecture == "tsn" if model.partial_bn is None else model.partial_bn
 
 
-def resolved_input_size(recipe: Recipe) -> int:
-    """The model's frame side: model.input_size, else data.crop_size."""
-    return recipe.model.input_size or recipe.data.crop_size
+def resolved_input_size(model: ModelConfig, data: DataConfig) -> int:
+    """The model's frame side: model.input_size, else data.crop_size (the one place that
+    says so)."""
+    return model.input_size or data.crop_size

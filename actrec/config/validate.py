@@ -1,26 +1,22 @@
 """`validate_recipe`: the values of a recipe and their combinations, checked.
 
-Every error is a ConfigError naming `section.key`, the value and what is allowed. Choices
-are checked against the tuples of actrec.config.choices; the train section's checks are in
-actrec.config.validate_train.
+Every error is a ConfigError naming `section.key`, the value and what is allowed. A value
+alone is checked by its field (`validate_fields`: its Literal's choices, the check beside
+its default in actrec.config.recipe); what is here and in actrec.config.validate_train
+checks values together.
 """
 
 from __future__ import annotations
 
-from actrec.config.checks import invalid, require_at_least, require_choice
-from actrec.config.choices import (
-    ARCHITECTURES,
-    BACKBONE_NAMES,
-    COMMUNICATIONS,
-    MODALITIES,
-    SAMPLINGS,
-    SHIFT_PLACEMENTS,
-    SHIFTABLE_BACKBONES,
-    STRATEGIES,
-)
-from actrec.config.coerce import coerced_field, field_types, type_name
+import typing
+from dataclasses import fields
+from typing import Any
+
+from actrec.config.bounds import field_problem
+from actrec.config.checks import invalid, require_choice
+from actrec.config.choices import SHIFTABLE_BACKBONES
+from actrec.config.coerce import coerced_field, field_types, is_choice, type_name
 from actrec.config.recipe import (
-    MAX_VALIDATION_HOLDOUT,
     SECTION_TYPES,
     TEST_SPLIT,
     TEXT_KEYS,
@@ -28,7 +24,6 @@ from actrec.config.recipe import (
     DataConfig,
     ModelConfig,
     Recipe,
-    RuntimeConfig,
     resolved_partial_bn,
 )
 from actrec.config.validate_train import validate_train
@@ -54,24 +49,29 @@ def _require_types(recipe: Recipe) -> None:
                 )
 
 
-def _validate_data(data: DataConfig) -> None:
-    require_choice("data", data, "modality", MODALITIES)
-    require_choice("data", data, "sampling", SAMPLINGS)
-    for key in ("num_segments", "new_length", "crop_size", "frame_interval", "shuffle_buffer"):
-        require_at_least("data", data, key, 1)
-    if not data.scales or not all(0 < scale <= 1 for scale in data.scales):
-        raise invalid(
-            "data",
-            "scales",
-            list(data.scales),
-            "give one or more fractions of the short side in (0, 1], e.g. [1.0, 0.875]",
-        )
+def validate_fields(section: str, config: Any) -> None:
+    """ConfigError for the first field of `config` whose value its own check refuses: a
+    choice (its Literal's values) or the check beside its default (actrec.config.bounds)."""
+    annotations = typing.get_type_hints(type(config))
+    for item in fields(config):
+        value = getattr(config, item.name)
+        if is_choice(annotations[item.name]):
+            require_choice(section, config, item.name, typing.get_args(annotations[item.name]))
+        allowed = field_problem(item.metadata, value)
+        if allowed is not None:
+            raise invalid(
+                section, item.name, list(value) if isinstance(value, tuple) else value, allowed
+            )
+
+
+def validate_data(data: DataConfig) -> None:
+    """ConfigError for the first invalid value or combination of a data section (the
+    recipe's, or the input pipeline's ClipSpec, which is one)."""
+    validate_fields("data", data)
     if data.modality == "rgb" and data.new_length != 1:
-        raise invalid(
-            "data",
-            "new_length",
-            data.new_length,
-            "RGB clips take one frame per segment: use 1 (stacking applies to flow, e.g. 5)",
+        raise ConfigError(
+            f"data.new_length={data.new_length} with modality 'rgb' is not valid; RGB clips "
+            "take one frame per segment: use 1 (stacking applies to flow, e.g. 5)"
         )
     if data.scale_size is not None and data.scale_size < data.crop_size:
         raise invalid(
@@ -80,9 +80,6 @@ def _validate_data(data: DataConfig) -> None:
             data.scale_size,
             f"use a value >= data.crop_size={data.crop_size}, or null for crop_size * 256 / 224",
         )
-    for key in ("train_split", "validation_split"):
-        if not getattr(data, key).strip():
-            raise invalid("data", key, getattr(data, key), "name a prepared split")
     if data.validation_split == data.train_split:
         raise invalid(
             "data",
@@ -103,14 +100,6 @@ def _validate_validation_choice(data: DataConfig) -> None:
             "the test accuracy optimistic); use auto (the data's val split, or a held-out part "
             "of train with data.validation_holdout=0.1) or none",
         )
-    if not 0 <= data.validation_holdout <= MAX_VALIDATION_HOLDOUT:
-        raise invalid(
-            "data",
-            "validation_holdout",
-            data.validation_holdout,
-            f"use a fraction of the train split in [0, {MAX_VALIDATION_HOLDOUT}] (e.g. 0.1), "
-            "or 0 for none",
-        )
     if data.validation_holdout and data.validation_split != VALIDATION_SPLIT_AUTO:
         raise invalid(
             "data",
@@ -122,8 +111,6 @@ def _validate_validation_choice(data: DataConfig) -> None:
 
 
 def _validate_model(model: ModelConfig, data: DataConfig) -> None:
-    require_choice("model", model, "architecture", ARCHITECTURES)
-    require_choice("model", model, "backbone", BACKBONE_NAMES)
     if model.architecture == "tsm" and model.backbone not in SHIFTABLE_BACKBONES:
         raise invalid(
             "model",
@@ -133,33 +120,12 @@ def _validate_model(model: ModelConfig, data: DataConfig) -> None:
             f"{', '.join(SHIFTABLE_BACKBONES)}; "
             "choose one of them or model.architecture=tsn",
         )
-    if not model.weights.strip():
-        raise invalid(
-            "model", "weights", model.weights, "use imagenet, none or the path of a weight file"
-        )
-    if not 0 <= model.dropout < 1:
-        raise invalid("model", "dropout", model.dropout, "use a rate in [0, 1)")
-    if not 0 < model.shift_fraction <= 0.5:
-        raise invalid(
-            "model",
-            "shift_fraction",
-            model.shift_fraction,
-            "use a fraction in (0, 0.5] (TSM: 0.125)",
-        )
-    require_choice("model", model, "shift_placement", SHIFT_PLACEMENTS)
     if model.input_size is not None and model.input_size != data.crop_size:
         raise invalid(
             "model",
             "input_size",
             model.input_size,
             f"the model's input is the crop: use null or data.crop_size={data.crop_size}",
-        )
-    if model.batch_norm_momentum is not None and not 0 <= model.batch_norm_momentum < 1:
-        raise invalid(
-            "model",
-            "batch_norm_momentum",
-            model.batch_norm_momentum,
-            "use a momentum in [0, 1) (e.g. 0.9), or null for the backbone's own",
         )
     if resolved_partial_bn(model) and model.weights == "none":
         raise invalid(
@@ -171,24 +137,14 @@ def _validate_model(model: ModelConfig, data: DataConfig) -> None:
         )
 
 
-def _validate_runtime(runtime: RuntimeConfig) -> None:
-    require_at_least("runtime", runtime, "seed", 0)
-    require_choice("runtime", runtime, "strategy", STRATEGIES)
-    require_choice("runtime", runtime, "communication", COMMUNICATIONS)
-    for key in ("checkpoint_every_steps", "validate_every_epochs"):
-        require_at_least("runtime", runtime, key, 0)
-    for key in ("keep_checkpoints", "log_every_steps"):
-        require_at_least("runtime", runtime, key, 1)
-    require_at_least("runtime", runtime, "steps_per_epoch", 1, optional=True)
-
-
 def validate_recipe(recipe: Recipe) -> None:
     """ConfigError naming `section.key`, the value and what is allowed, for the first
     invalid value or combination; None when the recipe is usable."""
     _require_types(recipe)
     if not recipe.name.strip():
         raise ConfigError("name='' is not valid; give the recipe a name")
-    _validate_data(recipe.data)
+    validate_data(recipe.data)
+    for section in ("model", "train", "runtime"):
+        validate_fields(section, getattr(recipe, section))
     _validate_model(recipe.model, recipe.data)
     validate_train(recipe.train)
-    _validate_runtime(recipe.runtime)

@@ -61,7 +61,7 @@ def _scores_or_data_error(data_dir: Path, split: str, compute):
     """compute(), with a read error of a damaged shard turned into a DatasetError naming it."""
     import tensorflow as tf
 
-    from actrec.data.integrity import data_loss_error
+    from actrec.data.format.integrity import data_loss_error
 
     try:
         return compute()
@@ -107,14 +107,13 @@ def evaluate_run(
     view_batch: views per forward pass (memory is bounded by it, whatever the protocol).
     checkpoint: "final" (final.weights.h5) or "best" (best.weights.h5).
     A shard of `split` whose size differs from the manifest, or that cannot be read, is a
-    DatasetError naming it and the fix (actrec.data.integrity).
+    DatasetError naming it and the fix (actrec.data.format.integrity).
     average: what is averaged over a video's views, "logits" (the official TSN / TSM
         evaluation) or "softmax" (actrec.evaluation.scores).
     """
-    from actrec.data.clip_spec import clip_spec
-    from actrec.data.integrity import check_shard_sizes
-    from actrec.data.pipeline import dataset_info
-    from actrec.data.views import ViewSpec, build_view_dataset
+    from actrec.data.format.integrity import check_shard_sizes
+    from actrec.data.input.clip_spec import clip_spec, dataset_info
+    from actrec.data.input.views import ViewSpec, build_view_dataset
     from actrec.trained_run import build_trained_model, load_trained_run, resolve_data_dir
 
     started = time.monotonic()

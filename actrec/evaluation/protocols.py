@@ -1,10 +1,8 @@
 """Named test protocols: how many segments, clips and crops each video is seen with.
 
-    centre      the recipe's segments, 1 clip, centre crop (the validation of `actrec train`)
-    tsn-25x10   TSN: 25 segments x 10 crops (4 corners + centre, and their mirror images)
-    tsm-8x1     TSM: 8 segments, 1 clip, centre crop
-    tsm-8x3     TSM: 8 segments, 1 clip, 3 crops along the long side ("full resolution")
-    tsm-8x10    TSM's Kinetics protocol: 8 segments, 10 clips x 3 crops
+`PROTOCOLS` is the one list: `actrec eval --protocol` offers its names and prints their
+descriptions, the tests run over it, and docs/evaluation-and-export.md shows it. "centre"
+(the recipe's segments, 1 clip, centre crop) is what `actrec train` validates with.
 
 Views are averaged as logits (the official TSN / TSM evaluation) or as softmax scores
 (actrec.evaluation.scores). A model trained with T segments is evaluated with the

@@ -70,7 +70,7 @@ def compute_video_scores(
     every video.
 
     views: batches (views [B, T, crop, crop, C], labels [B], positions [B], video_ids [B])
-        from `actrec.data.views.build_view_dataset`.
+        from `actrec.data.input.views.build_view_dataset`.
     num_videos: N, the videos of the split (positions are 0 .. N-1).
     views_per_video: V; every video must get exactly V views. Progress counts videos done.
     """

@@ -8,8 +8,6 @@ folder, and predictions on video files with it.
     metadata.py       actrec.json, classes.txt and recipe file names; reading actrec.json
     model_card.py     MODEL_CARD.md
     predict.py        ExportedModel, predict_videos: video files -> top-k classes
+
+Import names from these modules; this package re-exports nothing.
 """
-
-from actrec.export.writer import DEFAULT_TOP_K, RELOAD_TOLERANCE, ExportSummary, export_runs
-
-__all__ = ["DEFAULT_TOP_K", "RELOAD_TOLERANCE", "ExportSummary", "export_runs"]

@@ -81,7 +81,7 @@ def _preparation_settings(run, data_dir: Path | None) -> dict:
     """The preparation settings of the data `run` trained on (its manifest's)."""
     if run.prepare_settings:
         return dict(run.prepare_settings)
-    from actrec.data.manifest import read_manifest
+    from actrec.data.format.manifest import read_manifest
     from actrec.trained_run import resolve_data_dir
 
     settings = read_manifest(resolve_data_dir(run, data_dir)).get("settings", {})
@@ -90,7 +90,7 @@ def _preparation_settings(run, data_dir: Path | None) -> dict:
 
 def export_preparation(runs: list, data_dir: Path | None) -> dict:
     """What `actrec predict` must reproduce: frame size, fps, JPEG quality, flow method."""
-    from actrec.data.encode_video import PrepareSettings
+    from actrec.data.prepare.encode_video import PrepareSettings
 
     defaults = PrepareSettings().to_dict()
     settings = [_preparation_settings(run, data_dir) for run in runs]

@@ -15,9 +15,14 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from actrec import __version__
 from actrec.errors import ConfigError
+
+if TYPE_CHECKING:
+    from actrec.data.input.clip_spec import ClipSpec
+    from actrec.trained_run import TrainedRun
 
 METADATA_FILE = "actrec.json"
 CLASSES_FILE = "classes.txt"
@@ -35,8 +40,8 @@ PREPARATION_KEYS = ("frame_size", "fps", "jpeg_quality")
 class ExportedStream:
     """One stream of an export: the run it comes from and its evaluation clips."""
 
-    run: object  # actrec.trained_run.TrainedRun
-    spec: object  # actrec.data.pipeline.ClipSpec (evaluation)
+    run: TrainedRun
+    spec: ClipSpec  # the evaluation clip
 
     @property
     def modality(self) -> str:

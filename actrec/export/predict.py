@@ -1,7 +1,7 @@
 """Predict the action in video files with an exported model (docs/architecture.md §6).
 
     VIDEO -> decode, resize, resample, optical flow, JPEG round trip   exactly as
-             `actrec prepare` made the training records (actrec.data.encode_video)
+             `actrec prepare` made the training records (actrec.data.prepare.encode_video)
           -> all frames uint8 [1, F, H, W, 3] (+ quantised flow [1, F-1, H, W, 2])
           -> the export's serving signature (sampling, crop, model, softmax inside)
           -> the top-k classes
@@ -57,7 +57,7 @@ def record_inputs(video_records: Sequence[bytes], with_rgb: bool = True, with_fl
     """Every frame of one prepared video (its records, header first), decoded: {"frames":
     uint8 [F, H, W, 3], "flow": uint8 [F-1, H, W, 2] (quantised, 128 = no motion)} (the
     keys asked for)."""
-    from actrec.data.records import decode_video
+    from actrec.data.format.records import decode_video
 
     return decode_video(video_records, with_rgb, with_flow)
 
@@ -67,8 +67,8 @@ class ExportedModel:
     serving signature."""
 
     def __init__(self, model_dir: Path | str):
-        from actrec.data.encode_video import PrepareSettings
-        from actrec.data.flow import available_flow_methods
+        from actrec.data.format.flow import available_flow_methods
+        from actrec.data.prepare.encode_video import PrepareSettings
 
         self.model_dir = Path(model_dir)
         self.metadata = read_export_metadata(self.model_dir)
@@ -120,7 +120,7 @@ class ExportedModel:
     def video_inputs(self, path: Path | str) -> dict:
         """The signature inputs of one video (batch of 1); VideoReadError when it cannot
         be used."""
-        from actrec.data.encode_video import VideoTask, encode_video
+        from actrec.data.prepare.encode_video import VideoTask, encode_video
 
         path = Path(path)
         task = VideoTask(0, path.stem, str(path), -1, "", "predict")

@@ -9,7 +9,7 @@
       -> probabilities [N, K], top-k indices / probabilities / class names [N, k]
 
 Every step is the one the evaluation pipeline takes for a record
-(`actrec.data.clips.evaluation_clip`): the same crop and normalisation
+(`actrec.data.input.clips.evaluation_clip`): the same crop and normalisation
 (`clips.evaluation_crop`) and flow stacking (`clips.stack_flow_frames`), so an export
 reproduces evaluation; `sampling.test_clip_indices` with one clip is the pipeline's
 evaluation sampling (segment centres, or the centred dense clip).
@@ -21,10 +21,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from actrec.data import sampling, shards
-from actrec.data.clips import evaluation_crop, stack_flow_frames
+from actrec.data.format import shards
+from actrec.data.input import sampling
+from actrec.data.input.clips import evaluation_crop, stack_flow_frames
 from actrec.errors import ConfigError
+
+if TYPE_CHECKING:
+    import keras
+
+    from actrec.data.input.clip_spec import ClipSpec
 
 FRAMES_INPUT = "frames"
 FLOW_INPUT = "flow"
@@ -41,8 +48,8 @@ class ServingStream:
     """One stream of an export: its evaluation ClipSpec and its trained keras model
     (clips [B, T, crop, crop, C] in the stored 0-255 scale -> logits [B, K])."""
 
-    spec: object  # actrec.data.pipeline.ClipSpec
-    model: object  # keras.Model
+    spec: ClipSpec
+    model: keras.Model
 
     @property
     def modality(self) -> str:
@@ -176,7 +183,8 @@ def build_serving_function(
     k = min(top_k, len(classes))
     fusion = None
     if len(streams) == 2:
-        from actrec.models.fusion import TSN_STREAM_WEIGHTS, WeightedScoreFusion
+        from actrec.models.fusion import WeightedScoreFusion
+        from actrec.models.score_fusion import TSN_STREAM_WEIGHTS
 
         weights = TSN_STREAM_WEIGHTS if fusion_weights is None else fusion_weights
         fusion = WeightedScoreFusion(weights, fusion_average, dtype="float32", name="fusion")

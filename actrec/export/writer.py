@@ -123,7 +123,7 @@ def export_runs(
     out_dir, ActrecError when the reloaded export does not reproduce the model; nothing is
     left at out_dir then.
     """
-    from actrec.data.clip_spec import clip_spec
+    from actrec.data.input.clip_spec import clip_spec
     from actrec.trained_run import build_trained_model, load_trained_run
 
     started = time.monotonic()

@@ -19,23 +19,13 @@ from keras import ops
 
 from actrec.errors import ConfigError
 from actrec.models.score_fusion import (
-    AVERAGES,
     DEFAULT_AVERAGE,
     TSN_STREAM_WEIGHTS,
     check_average,
     checked_fusion_weights,
-    fuse_scores,
 )
 
-__all__ = [
-    "AVERAGES",
-    "DEFAULT_AVERAGE",
-    "TSN_STREAM_WEIGHTS",
-    "WeightedScoreFusion",
-    "build_two_stream_model",
-    "check_average",
-    "fuse_scores",
-]
+__all__ = ["WeightedScoreFusion", "build_two_stream_model"]
 
 
 @keras.saving.register_keras_serializable(package="actrec")

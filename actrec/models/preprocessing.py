@@ -2,7 +2,7 @@
 
 Inputs are in [0, 255]: RGB frames as decoded; flow as quantised in the prepared data
 (docs/architecture.md §2: 128 means no motion). The RGB transforms are keras.applications' own
-(`preprocess_input` modes, see actrec.models.backbones.PREPROCESSING_MODES). Flow is
+(`preprocess_input` modes, see actrec.config.backbones.PREPROCESSING_MODES). Flow is
 centred on 128 and scaled like the RGB input of the same backbone, so the
 cross-modality-initialised first convolution sees values of the range it was trained on.
 """
@@ -12,9 +12,9 @@ from __future__ import annotations
 import keras
 from keras import ops
 
+from actrec.config.backbones import PREPROCESSING_MODES
 from actrec.config.choices import MODALITIES
 from actrec.errors import ConfigError
-from actrec.models.backbones import PREPROCESSING_MODES
 
 IMAGENET_MEAN_BGR_CAFFE = (103.939, 116.779, 123.68)
 IMAGENET_MEAN_RGB = (0.485, 0.456, 0.406)

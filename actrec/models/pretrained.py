@@ -1,6 +1,6 @@
 """Where a backbone's ImageNet weight file resolves from, checked against its digests;
 the store itself (actrec.models.weight_store), digests (weight_digests) and installing
-(weight_install, re-exported here) live beside it.
+(weight_install) live beside it; import their names from them.
 
 Resolution order for a backbone's no-top ImageNet file (docs/architecture.md §4):
 
@@ -12,7 +12,7 @@ Resolution order for a backbone's no-top ImageNet file (docs/architecture.md §4
    `allow_download=True`), never when `$ACTREC_OFFLINE` is 1.
 
 Digests: Keras publishes an MD5 digest for every file here but MobileNetV2's (see
-actrec.models.backbones); a file that does not match it is never used or installed. The
+actrec.config.backbones); a file that does not match it is never used or installed. The
 store records the SHA-256 of every file it installs in `manifest.json` and checks it on
 every use, which also covers MobileNetV2; `import_weights(..., expected_sha256=...)` checks
 a digest of the user's own (a mirror's published SHA-256, for example).
@@ -25,51 +25,25 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from actrec.config.backbones import BACKBONES, BackboneSpec, backbone_spec
 from actrec.errors import WeightsError
-from actrec.models.backbones import BACKBONES, BackboneSpec, backbone_spec
 from actrec.models.weight_digests import (
-    FileDigests,
-    file_digests,
-    verification_summary,
     verified_digests,
 )
-from actrec.models.weight_install import fetch_weights, import_weights
+from actrec.models.weight_install import fetch_weights
 from actrec.models.weight_store import (
-    MANIFEST_NAME,
-    OFFLINE_ENVIRONMENT,
-    STORE_ENVIRONMENT,
     check_store_record,
-    is_offline,
     keras_cache_directory,
     missing_weights_message,
-    read_manifest,
-    search_directories,
     store_directories,
-    store_directory,
 )
 from actrec.progress import Progress
 
 __all__ = [
-    "MANIFEST_NAME",
-    "OFFLINE_ENVIRONMENT",
-    "STORE_ENVIRONMENT",
-    "FileDigests",
     "WeightsStatus",
     "all_weights_status",
     "check_found_file",
-    "fetch_weights",
-    "file_digests",
-    "import_weights",
-    "is_offline",
-    "keras_cache_directory",
-    "missing_weights_message",
-    "read_manifest",
     "resolve_weights",
-    "search_directories",
-    "store_directories",
-    "store_directory",
-    "verification_summary",
-    "verified_digests",
     "weights_status",
 ]
 

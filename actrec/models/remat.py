@@ -138,8 +138,8 @@ class Segment:
     """
 
     nodes: tuple
-    input_tensor: object
-    output_tensor: object
+    input_tensor: keras.KerasTensor  # a symbolic tensor of the functional model
+    output_tensor: keras.KerasTensor
     recompute: bool
     activation_elements: int
 

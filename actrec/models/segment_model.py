@@ -21,10 +21,11 @@ from pathlib import Path
 import keras
 from keras import ops
 
-from actrec.config.choices import ARCHITECTURES
+from actrec.config.backbones import backbone_spec
+from actrec.config.choices import ARCHITECTURES, MODALITIES
 from actrec.errors import ConfigError
-from actrec.models.backbones import backbone_spec, build_backbone
-from actrec.models.preprocessing import MODALITIES, FramePreprocessing
+from actrec.models.backbones import build_backbone
+from actrec.models.preprocessing import FramePreprocessing
 from actrec.models.temporal_shift import DEFAULT_FOLD_FRACTION, insert_temporal_shift
 
 DEFAULT_FLOW_LENGTH = 5
@@ -166,23 +167,29 @@ def build_segment_model(
     include_preprocessing: bool = True,
     name: str | None = None,
     remat: bool = False,
+    batch_norm_momentum: float | None = None,
 ) -> keras.Model:
     """Returns a TSN or TSM model: frames [B, T, H, W, C] -> segment-averaged logits [B, K].
 
-    backbone: a registered name (actrec.models.backbones.backbone_names()).
+    backbone: a registered name (actrec.config.backbones).
     architecture: "tsn", or "tsm" (TemporalShift; ResNet family and MobileNetV2 only).
     modality: "rgb" (C = 3) or "flow" (C = 2 * new_length; new_length defaults to 5).
     input_size: frame side in pixels (default: the backbone's own).
     partial_bn: freeze every BatchNorm but the first; default True for TSN, False for TSM.
     shift_fraction / shift_placement / shift_online: TSM's fold fraction (1/8), "blockres"
     or "block", and the one-directional variant for streaming.
-    weights: "imagenet", a no-top weight file, or None (see `initialise_backbone`).
+    weights: "imagenet", a no-top weight file, or None / "none" (random; see
+    `initialise_backbone`).
     include_preprocessing: inputs in [0, 255] (RGB, or flow with 128 = no motion) are
     normalised inside the model; False when the input pipeline does it
     (actrec.models.preprocessing.channel_normalisation gives the numbers).
     remat: recompute the backbone's block activations in the backward pass instead of
     keeping them (actrec.models.remat): less memory, the same values, gradients and weight
     layout, about one more backbone forward pass per step.
+    batch_norm_momentum: every BatchNorm's momentum; None keeps the backbone's own.
+
+    The keyword names are actrec.config.ModelConfig's fields (keras-hub style: the recipe's
+    model section is the constructor's arguments; actrec.models.factory passes it whole).
     """
     spec = backbone_spec(backbone)
     if modality not in MODALITIES:
@@ -211,13 +218,16 @@ def build_segment_model(
         shift_placement,
         shift_online,
     )
-    initialise_backbone(network, backbone, weights, allow_download)
+    initialise_backbone(network, backbone, None if weights == "none" else weights, allow_download)
     if partial_bn:
         apply_partial_batch_normalization(network)
     if remat:
         from actrec.models.remat import rematerialise
 
         rematerialise(network)
+    if batch_norm_momentum is not None:
+        for layer in batch_normalization_layers(network):
+            layer.momentum = batch_norm_momentum
 
     frames = keras.Input((num_segments, size, size, channels), name="frames")  # [B, T, H, W, C]
     x = frames

@@ -26,9 +26,9 @@ import re
 import keras
 from keras import ops
 
+from actrec.config.backbones import BACKBONES, SHIFT_FAMILIES, backbone_spec
 from actrec.config.choices import SHIFT_PLACEMENTS
 from actrec.errors import ConfigError
-from actrec.models.backbones import BACKBONES, SHIFT_FAMILIES, backbone_spec
 from actrec.models.graph_edit import producing_layer_name, rebuild_with_input_transform
 
 DEFAULT_FOLD_FRACTION = 1 / 8

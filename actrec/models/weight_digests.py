@@ -10,8 +10,8 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
+from actrec.config.backbones import BackboneSpec
 from actrec.errors import WeightsError
-from actrec.models.backbones import BackboneSpec
 
 READ_CHUNK_BYTES = 1 << 20
 

@@ -14,8 +14,8 @@ import urllib.request
 from pathlib import Path
 
 from actrec.atomic import commit_temporary, temporary_path
+from actrec.config.backbones import BACKBONES, BackboneSpec, backbone_spec, spec_for_weights_file
 from actrec.errors import WeightsError
-from actrec.models.backbones import BACKBONES, BackboneSpec, backbone_spec, spec_for_weights_file
 from actrec.models.weight_digests import READ_CHUNK_BYTES, verification_summary, verified_digests
 from actrec.models.weight_store import (
     OFFLINE_ENVIRONMENT,

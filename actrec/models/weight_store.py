@@ -12,8 +12,8 @@ import time
 from pathlib import Path
 
 from actrec.atomic import write_text_atomic
+from actrec.config.backbones import BackboneSpec
 from actrec.errors import WeightsError
-from actrec.models.backbones import BackboneSpec
 from actrec.models.weight_digests import FileDigests
 
 STORE_ENVIRONMENT = "ACTREC_PRETRAINED"

@@ -10,34 +10,51 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from actrec.train.preemption import TerminationFlag
+
+if TYPE_CHECKING:
+    from actrec.config.recipe import Recipe
+    from actrec.progress import Progress
+    from actrec.train.best import BestWeights
+    from actrec.train.checkpoint import Position, RunCheckpoints
+    from actrec.train.divergence import DivergenceGuard
+    from actrec.train.faults import NanInjection
+    from actrec.train.input_pipelines import PhaseBatches
+    from actrec.train.loop import DistributedTrainer
+    from actrec.train.metrics_log import MetricsLog
+    from actrec.train.schedule import EpochPlan
+    from actrec.train.strategy import ClusterInfo
+    from actrec.train.training_data import TrainingData
 
 
 @dataclass
 class Session:
-    """The parts one call of `train` works with (built in actrec.train.run)."""
+    """The parts one call of `train` works with (built in actrec.train.run; metrics and
+    best are set once the checkpoint is restored, before the epochs run)."""
 
-    recipe: object
+    recipe: Recipe
     prepared_dir: Path
-    data: object  # actrec.train.training_data.TrainingData
-    cluster: object
-    trainer: object
-    divergence: object  # actrec.train.divergence.DivergenceGuard
-    checkpoints: object  # actrec.train.checkpoint.RunCheckpoints
-    injection: object  # actrec.train.faults.NanInjection
-    batches: object  # actrec.train.input_pipelines.PhaseBatches
-    progress: object
+    data: TrainingData
+    cluster: ClusterInfo
+    trainer: DistributedTrainer  # its step: actrec/train/step.py
+    divergence: DivergenceGuard
+    checkpoints: RunCheckpoints
+    injection: NanInjection
+    batches: PhaseBatches
+    progress: Progress
     termination: TerminationFlag = field(default_factory=TerminationFlag)
-    metrics: object = None  # actrec.train.metrics_log.MetricsLog
-    best: object = None  # actrec.train.best.BestWeights
+    metrics: MetricsLog | None = None
+    best: BestWeights | None = None
     stop_after_steps: int | None = None
     steps_this_call: int = 0
 
 
-def run_epochs(session: Session, position, summary) -> None:
+def run_epochs(session: Session, position: Position, summary) -> None:
     """Train from `position` to the last epoch, or until preempted or out of steps; fills
-    `summary` (epochs_done, preempted, stopped_early, validation)."""
+    `summary` (epochs_done, preempted, stopped_early, validation; an
+    actrec.train.run.TrainSummary, untyped here because run.py imports this module)."""
     from actrec.train.schedule import epoch_plan
 
     recipe, trainer = session.recipe, session.trainer
@@ -65,7 +82,7 @@ def run_epochs(session: Session, position, summary) -> None:
             break
 
 
-def _log_epoch_start(session: Session, epoch: int, plan) -> None:
+def _log_epoch_start(session: Session, epoch: int, plan: EpochPlan) -> None:
     from actrec.train.schedule import learning_rate
 
     session.metrics.write(
@@ -80,7 +97,7 @@ def _log_epoch_start(session: Session, epoch: int, plan) -> None:
     )
 
 
-def _train_epoch(session: Session, epoch: int, plan, first_step: int, summary) -> bool:
+def _train_epoch(session: Session, epoch: int, plan: EpochPlan, first_step: int, summary) -> bool:
     """The optimizer steps of `epoch` from `first_step`; whether training stopped before the
     epoch's end (preempted or out of steps)."""
     from actrec.train.checkpoint import Position
@@ -149,7 +166,15 @@ def _train_epoch(session: Session, epoch: int, plan, first_step: int, summary) -
     return stopped_mid_epoch
 
 
-def _show_step(session: Session, epoch, step, plan, values, rate, clips_per_second) -> None:
+def _show_step(
+    session: Session,
+    epoch: int,
+    step: int,
+    plan: EpochPlan,
+    values: dict[str, float],
+    rate: float,
+    clips_per_second: float,
+) -> None:
     """The step's progress line, and its metrics line every runtime.log_every_steps."""
     trainer = session.trainer
     session.progress.advance(1, clips=plan.global_batch)
@@ -174,7 +199,7 @@ def _show_step(session: Session, epoch, step, plan, values, rate, clips_per_seco
         )
 
 
-def _validate(session: Session, epoch: int, plan, summary) -> None:
+def _validate(session: Session, epoch: int, plan: EpochPlan, summary) -> None:
     """Validate after `epoch`, keep the best weights, log and show the result."""
     from actrec.runs import BEST_WEIGHTS_FILE
     from actrec.train.input_pipelines import validation_dataset

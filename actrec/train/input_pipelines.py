@@ -3,7 +3,7 @@
 Each batch-size phase of the schedule (the epochs that share a global batch) reads one
 input stream seeded by the phase's first epoch. A resumed run starts it after the batches
 the phase has used (and those divergence recoveries skipped): the data order is a function
-of the example index, so nothing skipped is read or decoded (actrec.data.order).
+of the example index, so nothing skipped is read or decoded (actrec.data.input.order).
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ class PhaseBatches:
         recipe, data = self.recipe, self.data
 
         def train_dataset(context):
-            from actrec.data.pipeline import build_dataset
+            from actrec.data.input.pipeline import build_dataset
 
             # each step takes one batch per replica this input pipeline feeds
             replicas = context.num_replicas_in_sync // context.num_input_pipelines
@@ -81,7 +81,7 @@ def validation_dataset(prepared_dir: Path, data, batch: int):
     """The function of an input context that builds the validation split's dataset."""
 
     def eval_dataset(context):
-        from actrec.data.pipeline import build_dataset
+        from actrec.data.input.pipeline import build_dataset
 
         return build_dataset(
             prepared_dir,

@@ -1,6 +1,10 @@
 """The custom distributed training loop: synchronous all-reduce and
 K-step averaging over the same tf.distribute collectives.
 
+The step itself, from a batch to the parameter update, reads top to bottom in
+actrec/train/step.py (DistributedTrainer's base class); this module builds what it works
+with, places the data and evaluates.
+
 Keras 3's `model.fit` fails under MultiWorkerMirroredStrategy (keras-team/keras#20585),
 so actrec runs its own loop: `strategy.run` inside `tf.function`, the loss of each
 replica scaled by the GLOBAL batch so that the all-reduced SUM of the gradients is the
@@ -33,13 +37,12 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from actrec.config.choices import MIXED_PRECISIONS
 from actrec.config.choices import SYNCS as SYNC_MODES
 from actrec.errors import ConfigError
-from actrec.train.accumulation import checked_accumulation_steps, summed_gradients
 from actrec.train.averaging import (
-    average_round,
     broadcast_from_first_worker,
     model_float_variables,
     moment_variables,
@@ -50,12 +53,17 @@ from actrec.train.optimizer import (
     build_optimizer,
     check_choice,
 )
+from actrec.train.step import TrainStep
 from actrec.train.step_statistics import (
     EXAMPLES,
     batch_statistics,
     loss_and_accuracy,
     per_example_loss,
 )
+
+if TYPE_CHECKING:
+    import keras
+    import tensorflow as tf
 
 KERAS_POLICIES = {"none": None, "float16": "mixed_float16", "bfloat16": "mixed_bfloat16"}
 
@@ -94,15 +102,16 @@ def _keras_policy(mixed_precision: str):
         keras.mixed_precision.set_global_policy(previous)
 
 
-def _replicas_per_worker(strategy) -> int:
+def _replicas_per_worker(strategy: tf.distribute.Strategy) -> int:
     try:
         return len(strategy.extended.worker_devices)
     except (RuntimeError, NotImplementedError):  # the default strategy has no device list
         return 1
 
 
-class DistributedTrainer:
-    """The model, optimizer and compiled steps of one training process.
+class DistributedTrainer(TrainStep):
+    """The model, optimizer and compiled steps of one training process (the training step
+    is TrainStep's, actrec/train/step.py).
 
     strategy: from actrec.train.strategy.build_strategy (every worker builds the same).
     model_builder: returns a BUILT keras.Model (give it a keras.Input) mapping clips to
@@ -113,7 +122,7 @@ class DistributedTrainer:
     mixed_precision: "none", "float16" (mixed_float16 + dynamic loss scaling) or
         "bfloat16" (mixed_bfloat16).
     input_transform: applied to each replica's training clips where that replica runs,
-        before the model (actrec.data.pipeline.finish_batch: uint8 crops -> clips).
+        before the model (actrec.data.input.training_clips.finish_batch: uint8 crops -> clips).
 
     Attributes: model, optimizer, strategy, step_variable (int64 optimizer steps, for
     checkpoints), num_replicas_in_sync (global replicas; workers under kavg),
@@ -125,15 +134,15 @@ class DistributedTrainer:
 
     def __init__(
         self,
-        strategy,
-        model_builder: Callable[[], object],
+        strategy: tf.distribute.Strategy,
+        model_builder: Callable[[], keras.Model],
         optimizer: OptimizerSettings | None = None,
         sync: SyncSettings | None = None,
         *,
         label_smoothing: float = 0.0,
         mixed_precision: str = "none",
         seed: int = 0,
-        input_transform: Callable[[object], object] | None = None,
+        input_transform: Callable[[tf.Tensor], tf.Tensor] | None = None,
     ):
         import keras
         import tensorflow as tf
@@ -155,6 +164,12 @@ class DistributedTrainer:
         self.num_workers = max(1, strategy.num_replicas_in_sync // self.replicas_per_worker)
         self.worker_index = worker_index(strategy)
         self.local_updates = self.sync.mode == "kavg"
+        self.kavg_steps = self.sync.kavg_steps
+        self.reset_adam_state = (
+            self.local_updates
+            and self.optimizer_settings.name == "adam"
+            and self.optimizer_settings.adam_state == "reset"
+        )
         if self.local_updates and self.replicas_per_worker > 1:
             raise ConfigError(
                 f"sync=kavg needs one replica per worker process, but this strategy runs "
@@ -208,12 +223,7 @@ class DistributedTrainer:
 
     # --- public API -------------------------------------------------------------------
 
-    @property
-    def step(self) -> int:
-        """Optimizer steps done (restored with step_variable from a checkpoint)."""
-        return int(self.step_variable.numpy())
-
-    def checkpoint_items(self) -> dict[str, object]:
+    def checkpoint_items(self) -> dict[str, keras.Model | keras.optimizers.Optimizer | tf.Variable]:
         """Objects for tf.train.Checkpoint(**items): model, optimizer, step_variable."""
         return {
             "model": self.model,
@@ -221,7 +231,9 @@ class DistributedTrainer:
             "step_variable": self.step_variable,
         }
 
-    def distribute(self, dataset_fn: Callable[[object], object]) -> Iterable:
+    def distribute(
+        self, dataset_fn: Callable[[tf.distribute.InputContext], tf.data.Dataset]
+    ) -> Iterable:
         """The batches of `dataset_fn(input_context)`, each replica's own.
 
         dataset_fn returns a tf.data.Dataset of PER-REPLICA batches (clips, labels) of
@@ -240,29 +252,6 @@ class DistributedTrainer:
             num_replicas_in_sync=self.num_workers,
         )
         return dataset_fn(context)
-
-    def train_step(
-        self, batch, learning_rate: float, accumulation_steps: int = 1
-    ) -> dict[str, float]:
-        """One optimizer update over the global batch; {"loss", "accuracy"} of the batch.
-
-        batch: one element of `distribute(...)`: (clips, labels), each replica's holding
-            accumulation_steps micro-batches.
-        learning_rate: assigned to the optimizer's rate variable (no retracing).
-        allreduce: loss / accuracy are global (all replicas, from the gradient
-        all-reduce). kavg: they are this worker's own (local steps do not communicate).
-        """
-        accumulation_steps = checked_accumulation_steps(self.strategy, batch, accumulation_steps)
-        self.optimizer.learning_rate = float(learning_rate)
-        statistics = self._train_function(batch, accumulation_steps)
-        if not self.local_updates:
-            self.num_all_reduces += 1
-        self.step_variable.assign_add(1)
-        if self.local_updates:
-            self._steps_since_average += 1
-            if self.step % self.sync.kavg_steps == 0:
-                self._average_now()
-        return loss_and_accuracy(statistics.numpy())
 
     def synchronize(self) -> None:
         """Make every worker's model identical now (every worker must call it).
@@ -302,77 +291,7 @@ class DistributedTrainer:
         values["num_examples"] = round(float(totals[EXAMPLES]))
         return values
 
-    # --- steps --------------------------------------------------------------------------
-
-    def _micro_batch_gradients(self, clips, labels, global_batch, accumulation_steps):
-        """(gradients of the global-mean loss share of clips [b, ...], statistics [3])."""
-        import tensorflow as tf
-
-        variables = self.model.trainable_variables
-        with tf.GradientTape() as tape:
-            logits = tf.cast(self.model(clips, training=True), tf.float32)  # [b, classes]
-            labels = tf.cast(labels, tf.int32)
-            losses = per_example_loss(labels, logits, self.label_smoothing)  # [b]
-            loss = tf.reduce_sum(losses) / global_batch
-            if self.model.losses:  # regularisers: counted once over replicas and micro-batches
-                replicas = 1 if self.local_updates else self.num_replicas_in_sync
-                loss += tf.add_n(self.model.losses) / float(replicas * accumulation_steps)
-            scaled_loss = self.optimizer.scale_loss(loss)
-        gradients = tape.gradient(scaled_loss, variables)
-        gradients = [
-            tf.zeros(variable.shape, variable.dtype)
-            if gradient is None
-            else tf.convert_to_tensor(gradient)
-            for gradient, variable in zip(gradients, variables, strict=True)
-        ]
-        return gradients, batch_statistics(labels, logits, losses)
-
-    def _summed_gradients(self, clips, labels, accumulation_steps):
-        """Gradients summed over the micro-batches of one replica's batch, statistics [3]
-        (actrec.train.accumulation)."""
-        replicas = 1 if self.local_updates else self.num_replicas_in_sync
-        variables = self.model.trainable_variables
-        return summed_gradients(
-            self._micro_batch_gradients, variables, clips, labels, accumulation_steps, replicas
-        )
-
-    def _replica_train_step(self, clips, labels, accumulation_steps):
-        """One replica's part of a step: gradients, (all-reduce,) update; statistics [3]."""
-        import tensorflow as tf
-
-        if self.input_transform is not None:  # e.g. finishing uint8 crops on the device
-            clips = self.input_transform(clips)
-        gradients, statistics = self._summed_gradients(clips, labels, accumulation_steps)
-        if not self.local_updates:
-            context = tf.distribute.get_replica_context()
-            reduced = context.all_reduce("SUM", [*gradients, statistics])
-            gradients, statistics = reduced[:-1], reduced[-1]
-        self.optimizer.apply(gradients, self.model.trainable_variables)
-        return statistics
-
-    def _compiled_train_step(self, batch, accumulation_steps):
-        self.num_traces += 1  # runs only while tracing
-        clips, labels = batch
-        if self.local_updates:
-            return self._replica_train_step(clips, labels, accumulation_steps)
-        statistics = self.strategy.run(
-            self._replica_train_step, args=(clips, labels, accumulation_steps)
-        )
-        return self.strategy.experimental_local_results(statistics)[0]
-
-    def _compiled_average(self):
-        """One averaging round: every replica's variables <- their mean over replicas."""
-        reset = (
-            self.local_updates
-            and self.optimizer_settings.name == "adam"
-            and self.optimizer_settings.adam_state == "reset"
-        )
-        average_round(self.strategy, self._averaged_variables, self.optimizer, reset)
-
-    def _average_now(self) -> None:
-        self._average_function()
-        self.num_all_reduces += 1
-        self._steps_since_average = 0
+    # --- evaluation --------------------------------------------------------------------
 
     def _replica_evaluation_sums(self, clips, labels):
         import tensorflow as tf

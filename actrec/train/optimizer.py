@@ -37,6 +37,7 @@ from actrec.config.choices import ADAM_STATES, WEIGHT_DECAY_MODES
 from actrec.config.choices import OPTIMIZERS as OPTIMIZER_NAMES
 from actrec.errors import ConfigError
 from actrec.train.param_groups import MultiplierRules, parameter_groups
+from actrec.train.step import decayed_gradient_and_rate
 
 
 def check_choice(name: str, value: str, choices: tuple[str, ...]) -> None:
@@ -131,7 +132,8 @@ def _actrec_optimizer_class(base: type) -> type:
     check see the averaged gradient, and one collective carries the step), so that second
     reduction is turned off. (2) `update_step(gradient, variable, learning_rate)` is where
     Keras updates one variable, after its global-norm clipping: the gradient gains
-    weight_decay * decay_mult * w and the rate becomes lr * lr_mult.
+    weight_decay * decay_mult * w and the rate becomes lr * lr_mult
+    (actrec.train.step.decayed_gradient_and_rate, step 6 of the training step).
     """
     for hook in ("_all_reduce_sum_gradients", "update_step", "_var_key"):
         if not hasattr(base, hook):
@@ -144,16 +146,10 @@ def _actrec_optimizer_class(base: type) -> type:
         return list(grads_and_vars)
 
     def update_step(self, gradient, variable, learning_rate):
-        from keras import ops
-
         lr_mult, decay = self.actrec_rates.of(self._var_key(variable))
-        if decay:
-            gradient = ops.add(
-                ops.cast(gradient, variable.dtype),
-                ops.multiply(ops.cast(decay, variable.dtype), variable),
-            )
-        if lr_mult != 1.0:
-            learning_rate = ops.multiply(learning_rate, lr_mult)
+        gradient, learning_rate = decayed_gradient_and_rate(
+            gradient, variable, learning_rate, lr_mult, decay
+        )
         return base.update_step(self, gradient, variable, learning_rate)
 
     return type(

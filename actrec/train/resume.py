@@ -34,7 +34,7 @@ def check_run_directory(run_dir: Path, resume: str | None) -> bool:
 
 def check_same_recipe(run_dir: Path, recipe) -> None:
     """ConfigError naming the differences when `recipe` is not the one `run_dir` trained."""
-    from actrec.config import load_recipe, recipe_to_dict
+    from actrec.config.files import load_recipe, recipe_to_dict
 
     saved = load_recipe(str(run_dir / RECIPE_FILE))
     old, new = recipe_to_dict(saved), recipe_to_dict(recipe)
@@ -55,8 +55,8 @@ def check_same_recipe(run_dir: Path, recipe) -> None:
 def open_run_directory(strategy, recipe, cluster, run_dir: Path, resume: str | None):
     """(recipe, has_run, the previous run.json): the chief's verdict on `run_dir`, agreed by
     every worker. A resumed run's recipe takes the auto batch numbers its recipe.yaml holds."""
-    from actrec.config import load_recipe
-    from actrec.train.memory import auto_fields, with_saved_decision
+    from actrec.config.files import load_recipe
+    from actrec.train.memory.recipe_edits import auto_fields, with_saved_decision
 
     has_run, refusal, previous_record = False, None, {}
     if cluster.is_chief:

@@ -3,7 +3,7 @@
 The run folder's files are listed in actrec.runs. Validation never reads the test split
 (actrec.train.validation); a diverging loss rolls every worker back to the last checkpoint
 (actrec.train.divergence); shard sizes are checked at start and a read error names the
-damaged shard (actrec.data.integrity).
+damaged shard (actrec.data.format.integrity).
 
 The strategy is created first, before any TensorFlow op (multi-worker collectives require
 it). Every worker runs `train`; only the chief writes the run directory. Each batch-size
@@ -22,13 +22,18 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from actrec.errors import DivergenceError
 from actrec.progress import NullProgress, Progress
-from actrec.runs import FINAL_WEIGHTS_FILE, RECIPE_FILE, save_weights_atomically
-from actrec.train.preemption import PREEMPTED_EXIT_CODE
+from actrec.runs import FINAL_WEIGHTS_FILE, save_weights_atomically
 
-__all__ = ["FINAL_WEIGHTS_FILE", "PREEMPTED_EXIT_CODE", "RECIPE_FILE", "TrainSummary", "train"]
+if TYPE_CHECKING:
+    from actrec.train.checkpoint import Position
+    from actrec.train.epochs import Session
+    from actrec.train.memory.decision import BatchDecision
+
+__all__ = ["TrainSummary", "train"]
 
 
 @dataclass
@@ -45,7 +50,7 @@ class TrainSummary:
     elapsed_seconds: float = 0.0
     num_all_reduces: int = 0
     weights_path: Path | None = None
-    batch_decision: object | None = None  # actrec.train.memory.BatchDecision, when probed
+    batch_decision: BatchDecision | None = None  # when probed
     clips_decoded: int = 0  # training clips this process's input pipelines decoded
 
 
@@ -59,7 +64,7 @@ def train(
     stop_after_steps: int | None = None,
     environ=None,
     memory_budget: int | None = None,
-    on_batch_decision: Callable[[object], None] | None = None,
+    on_batch_decision: Callable[[BatchDecision], None] | None = None,
 ) -> TrainSummary:
     """Train `recipe` on `prepared_dir` into `run_dir` (every worker calls this).
 
@@ -79,7 +84,7 @@ def train(
     cluster = cluster_from_environment(environ)
     strategy = _started_strategy(recipe, environ)
 
-    from actrec.config import validate_recipe
+    from actrec.config.validate import validate_recipe
     from actrec.train.resume import open_run_directory, restore_position
     from actrec.train.run_record import start_run_folder
     from actrec.train.training_data import check_training_data
@@ -120,7 +125,8 @@ def train(
 def _started_strategy(recipe, environ):
     """The run's tf.distribute strategy, created before any TensorFlow op (GPU memory growth
     first when the batch is probed, so that the probes can use the GPU)."""
-    from actrec.train.memory import auto_fields, prepare_devices_for_probing
+    from actrec.train.memory.budget import prepare_devices_for_probing
+    from actrec.train.memory.recipe_edits import auto_fields
     from actrec.train.strategy import build_strategy
 
     if auto_fields(recipe):
@@ -131,7 +137,7 @@ def _started_strategy(recipe, environ):
 def _decided_batch(strategy, requested, recipe, cluster, has_run, data, memory_budget, progress):
     """(recipe, BatchDecision or None): the auto batch values resolved on every worker."""
     from actrec.train.auto_batch import resolve_auto_batch
-    from actrec.train.memory import auto_fields
+    from actrec.train.memory.recipe_edits import auto_fields
 
     if not auto_fields(requested):
         return recipe, None
@@ -141,12 +147,12 @@ def _decided_batch(strategy, requested, recipe, cluster, has_run, data, memory_b
     )
 
 
-def _session(strategy, recipe, prepared_dir, run_dir, data, cluster, environ, progress):
+def _session(strategy, recipe, prepared_dir, run_dir, data, cluster, environ, progress) -> Session:
     """The seeded trainer, its divergence guard, checkpoints and input pipelines."""
     import keras
     import tensorflow as tf
 
-    from actrec.data.pipeline import batch_finisher
+    from actrec.data.input.pipeline import batch_finisher
     from actrec.train.checkpoint import RunCheckpoints
     from actrec.train.divergence import DivergenceGuard
     from actrec.train.epochs import Session
@@ -199,11 +205,13 @@ def _metrics_and_best(run_dir: Path, cluster, trainer, resumed_from):
     return metrics, BestWeights(run_dir, cluster.is_chief, trainer.step)
 
 
-def _run_epochs_recorded(session, position, summary, run_dir: Path) -> None:
+def _run_epochs_recorded(
+    session: Session, position: Position, summary: TrainSummary, run_dir: Path
+) -> None:
     """run_epochs with SIGTERM caught; a damaged shard or a divergence recorded in run.json."""
     import tensorflow as tf
 
-    from actrec.data.integrity import data_loss_error
+    from actrec.data.format.integrity import data_loss_error
     from actrec.train.epochs import run_epochs
     from actrec.train.run_record import record_status
 
@@ -229,7 +237,7 @@ def _run_epochs_recorded(session, position, summary, run_dir: Path) -> None:
         session.metrics.close()
 
 
-def _record_the_end(session, summary, run_dir: Path) -> None:
+def _record_the_end(session: Session, summary: TrainSummary, run_dir: Path) -> None:
     """The final weights (a finished run) and run.json's final record (chief only)."""
     from actrec.train.run_record import finish_run_record
 

@@ -15,7 +15,7 @@ def start_run_folder(
     """Create `run_dir`, write recipe.yaml (a new run) and run.json's "training" record:
     `data` (actrec.train.training_data.TrainingData), the batch `decision` (or the one of
     the `previous` record), the best validation so far and the validation hold-out."""
-    from actrec.config import dump_recipe
+    from actrec.config.files import dump_recipe
 
     run_dir.mkdir(parents=True, exist_ok=True)
     if not has_run:

@@ -29,7 +29,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from actrec.config import AUTO, RuntimeConfig, TrainConfig
+from actrec.config.recipe import AUTO, RuntimeConfig, TrainConfig
 from actrec.errors import ConfigError
 
 WARMUP_START_FRACTION = 0.1

@@ -8,36 +8,41 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from actrec.errors import ConfigError
+
+if TYPE_CHECKING:
+    from actrec.data.input.clip_spec import ClipSpec, DatasetInfo
+    from actrec.train.validation import ValidationPlan
 
 
 @dataclass(frozen=True)
 class TrainingData:
     """What `train` reads from the prepared folder.
 
-    info: the prepared folder's classes and videos per split (actrec.data.pipeline.dataset_info).
+    info: the prepared folder's classes and videos per split
+        (actrec.data.input.clip_spec.dataset_info).
     train_spec / eval_spec: the clip specs of training and validation.
     train_videos: training videos, less the validation hold-out.
     validation: actrec.train.validation.ValidationPlan.
     splits_read: the splits training reads (named when a shard turns out damaged).
     """
 
-    info: object
-    train_spec: object
-    eval_spec: object
+    info: DatasetInfo
+    train_spec: ClipSpec
+    eval_spec: ClipSpec
     train_videos: int
-    validation: object
+    validation: ValidationPlan
     splits_read: list[str]
 
 
 def check_training_data(recipe, prepared_dir: Path) -> TrainingData:
     """`prepared_dir` checked against `recipe`; ConfigError / DatasetError when it cannot
     be trained on."""
-    from actrec.data.clip_spec import clip_spec
-    from actrec.data.integrity import check_shard_sizes
-    from actrec.data.manifest import read_manifest
-    from actrec.data.pipeline import check_clip_spec, dataset_info
+    from actrec.data.format.integrity import check_shard_sizes
+    from actrec.data.format.manifest import read_manifest
+    from actrec.data.input.clip_spec import check_clip_spec, clip_spec, dataset_info
     from actrec.train.validation import validation_plan
 
     info = dataset_info(prepared_dir)

@@ -4,7 +4,7 @@ Never the test split: it is for `actrec eval`, and choosing epochs or weights on
 the test accuracy optimistic. `data.validation_split: auto` resolves, in order, to
 
 1. a held-out part of train when `data.validation_holdout` > 0 (seeded, stratified,
-   actrec.data.holdout; recorded in run.json; not trained on);
+   actrec.data.input.holdout; recorded in run.json; not trained on);
 2. the prepared `val` split when the data has one (Kinetics);
 3. nothing: UCF101 and HMDB51 have no val split, and their published protocols train on the
    whole train split and report the final model, so built-in recipes keep selection off
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from actrec.config import VALIDATION_SPLIT_AUTO, VALIDATION_SPLIT_NONE
+from actrec.config.recipe import VALIDATION_SPLIT_AUTO, VALIDATION_SPLIT_NONE
 from actrec.errors import ConfigError
 
 HOLDOUT_NAME = "holdout"
@@ -46,7 +46,7 @@ class ValidationPlan:
 
 def validation_plan(recipe, manifest: dict) -> ValidationPlan:
     """The plan for `recipe` on the prepared data whose manifest is `manifest`."""
-    from actrec.data.holdout import held_out_videos
+    from actrec.data.input.holdout import held_out_videos
 
     data = recipe.data
     available = {

@@ -65,7 +65,8 @@ def main() -> int:
     import numpy as np
     import tensorflow as tf
 
-    from actrec.train.loop import DistributedTrainer, OptimizerSettings, SyncSettings
+    from actrec.train.loop import DistributedTrainer, SyncSettings
+    from actrec.train.optimizer import OptimizerSettings
     from actrec.train.param_groups import MultiplierRules
 
     tf.config.experimental.enable_op_determinism()

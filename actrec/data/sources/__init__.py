@@ -1,17 +1,45 @@
 """Dataset sources: one module per dataset, each exposing
-`list_videos(root: Path, options: SourceOptions) -> DatasetListing`."""
+`list_videos(root: Path, options: SourceOptions) -> DatasetListing`.
+
+`SOURCES` is the one list of datasets: `actrec prepare DATASET` offers its names, and adding
+a dataset is a module here and its entry (docs/extending.md)."""
 
 from __future__ import annotations
 
 import importlib
+from dataclasses import dataclass
 from pathlib import Path
 
-from actrec.data.sources.base import DatasetListing, SourceOptions, VideoEntry
+from actrec.data.sources.base import DatasetListing, SourceOptions
 from actrec.errors import ConfigError, DatasetError
 
-SOURCE_NAMES = ("ucf101", "hmdb51", "kinetics", "folder", "synthetic")
 
-__all__ = ["SOURCE_NAMES", "DatasetListing", "SourceOptions", "VideoEntry", "list_videos"]
+@dataclass(frozen=True)
+class Source:
+    """One dataset `actrec prepare` knows: the module actrec.data.sources.NAME lists it.
+
+    numbered_splits: the official lists come in numbered splits (1, 2, 3), chosen with
+    `--split` and named in the default output folder (datasets/prepared/NAME-splitN).
+    """
+
+    name: str
+    description: str
+    numbered_splits: bool = False
+
+
+SOURCES = {
+    source.name: source
+    for source in (
+        Source("ucf101", "UCF101 with its official train / test lists", numbered_splits=True),
+        Source("hmdb51", "HMDB51 with its official split files", numbered_splits=True),
+        Source("kinetics", "Kinetics-400/600/700 from its CSV annotations"),
+        Source("folder", "your own videos, one folder per class"),
+        Source("synthetic", "the built-in synthetic motion set (`actrec synthetic`)"),
+    )
+}
+SOURCE_NAMES = tuple(SOURCES)
+
+__all__ = ["SOURCES", "SOURCE_NAMES", "Source", "list_videos"]
 
 
 def list_videos(

@@ -1,6 +1,6 @@
 """The built-in synthetic motion set, listed from its UCF101-style split files.
 
-`actrec.data.synthetic` generates it in UCF101 layout::
+`actrec.data.synthetic.dataset` generates it in UCF101 layout::
 
     ROOT/<Class>/v_<Class>_gGG_cCC.avi
     ROOT/splits/classInd.txt, trainlist01.txt, testlist01.txt   (CRLF, test list unlabelled)

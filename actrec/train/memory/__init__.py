@@ -58,84 +58,10 @@ several workers on one machine give each a share with --memory-budget.
 Host-memory offload: TensorFlow 2.21 has no general mechanism to move activations kept for
 the backward pass to host memory. `tf.while_loop(swap_memory=True)` swaps only a loop's
 per-iteration tensors between GPU and host (the accumulation loop in
-actrec.train.accumulation would swap micro-batch gradients, which are needed at once, not
+actrec.train.step would swap micro-batch gradients, which are needed at once, not
 activations), and on a CPU-only machine activations already are in host memory: there is
 nothing to offload. What actrec does instead: rematerialisation (less to keep), gradient
 accumulation (a smaller micro-batch) and GPU memory growth while probing.
 
 Nothing here imports TensorFlow at module level.
 """
-
-from actrec.train.memory.budget import (
-    DEFAULT_CPU_BUDGET_FRACTION,
-    accelerator,
-    available_memory_bytes,
-    default_memory_budget,
-    prepare_devices_for_probing,
-)
-from actrec.train.memory.choose import BISECTION_PRECISION, MAX_PROBED_BATCH, choose_batch
-from actrec.train.memory.decision import BatchDecision
-from actrec.train.memory.probe import (
-    DEVICES,
-    PROBE_RESULT_PREFIX,
-    PROBE_STEPS,
-    ProbeResult,
-    probe_batch,
-)
-from actrec.train.memory.recipe_edits import (
-    auto_fields,
-    decided_fields,
-    with_batch_size,
-    with_decided_values,
-    with_remat,
-    with_saved_decision,
-)
-from actrec.train.memory.step_time import (
-    SLOWDOWN_FACTOR,
-    THROUGHPUT_TOLERANCE,
-    StepTimeModel,
-    ranked_batches,
-    throughput,
-)
-from actrec.train.memory.units import (
-    GIB,
-    KIB,
-    MIB,
-    format_bytes,
-    parse_batch_size,
-    parse_memory_size,
-)
-
-__all__ = [
-    "BISECTION_PRECISION",
-    "DEFAULT_CPU_BUDGET_FRACTION",
-    "DEVICES",
-    "GIB",
-    "KIB",
-    "MAX_PROBED_BATCH",
-    "MIB",
-    "PROBE_RESULT_PREFIX",
-    "PROBE_STEPS",
-    "SLOWDOWN_FACTOR",
-    "THROUGHPUT_TOLERANCE",
-    "BatchDecision",
-    "ProbeResult",
-    "StepTimeModel",
-    "accelerator",
-    "auto_fields",
-    "available_memory_bytes",
-    "choose_batch",
-    "decided_fields",
-    "default_memory_budget",
-    "format_bytes",
-    "parse_batch_size",
-    "parse_memory_size",
-    "prepare_devices_for_probing",
-    "probe_batch",
-    "ranked_batches",
-    "throughput",
-    "with_batch_size",
-    "with_decided_values",
-    "with_remat",
-    "with_saved_decision",
-]

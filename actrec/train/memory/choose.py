@@ -7,7 +7,7 @@ import dataclasses
 import math
 import time
 
-from actrec.config import AUTO, Recipe
+from actrec.config.recipe import AUTO, Recipe
 from actrec.errors import ConfigError
 from actrec.progress import NullProgress, Progress
 from actrec.train.memory.budget import accelerator, default_memory_budget

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from actrec.config import Recipe
+from actrec.config.recipe import Recipe
 from actrec.train.memory.probe import ProbeResult
 from actrec.train.memory.recipe_edits import with_decided_values
 from actrec.train.memory.step_time import StepTimeModel, throughput

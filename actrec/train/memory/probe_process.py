@@ -95,7 +95,8 @@ def _run_probe(request: dict) -> dict:
                 gpus[0], [tf.config.LogicalDeviceConfiguration(memory_limit=max(1, budget // MIB))]
             )
 
-    from actrec.config import recipe_from_dict
+    from actrec.config.files import recipe_from_dict
+    from actrec.config.recipe import resolved_input_size
     from actrec.models.segment_model import channels_for
     from actrec.train.strategy import build_strategy
     from actrec.train.trainer import build_trainer
@@ -105,7 +106,7 @@ def _run_probe(request: dict) -> dict:
     recipe = dataclasses.replace(recipe, model=dataclasses.replace(recipe.model, weights="none"))
     num_classes = int(request["num_classes"])
     data = recipe.data
-    side = recipe.model.input_size or data.crop_size
+    side = resolved_input_size(recipe.model, data)
     channels = channels_for(data.modality, data.new_length)
     shape = (batch, data.num_segments, side, side, channels)  # [B, T, H, W, C]
     rng = np.random.default_rng(0)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from actrec.config import AUTO, Recipe
+from actrec.config.recipe import AUTO, Recipe
 
 
 def with_batch_size(recipe: Recipe, batch_size: int | str) -> Recipe:

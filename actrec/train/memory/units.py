@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from actrec.config import AUTO
+from actrec.config.recipe import AUTO
 from actrec.errors import ConfigError
 
 KIB, MIB, GIB = 2**10, 2**20, 2**30

@@ -1,0 +1,232 @@
+"""The backbone registry over keras.applications: the only list of backbones.
+
+Config choices (`model.backbone`, which backbones TSM can shift), the CLI, the tests and the
+docs table all read this list; adding a backbone is one entry here (docs/extending.md).
+actrec.models.backbones builds the networks.
+
+Each entry records how to build the network without its classifier, the input size and
+preprocessing it was trained with, the width of its pooled features and the no-top
+ImageNet weight file Keras publishes for it (name, URL and the digest Keras checks).
+
+The digests are copied from the installed Keras sources (keras/src/applications/*.py).
+Keras publishes 32-hex-digit MD5 digests for these files (its `get_file` picks MD5 for any
+hash that is not 64 digits long), not SHA-256, and none at all for MobileNetV2; the registry
+records exactly that (`hash_algorithm` is "md5" or None). The local store adds a SHA-256 of
+every file it installs (see actrec.models.pretrained).
+
+Importing this module imports neither Keras nor anything of actrec but its errors.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from actrec.errors import ConfigError
+
+KERAS_APPLICATIONS_URL = "https://storage.googleapis.com/tensorflow/keras-applications/"
+EFFICIENTNET_URL = "https://storage.googleapis.com/keras-applications/"
+
+PREPROCESSING_MODES = ("caffe", "tf", "torch", "none")
+"""How frames in [0, 255] RGB become backbone input (keras.applications' own modes):
+
+- caffe: RGB -> BGR, minus the ImageNet BGR mean (ResNet v1);
+- tf: scaled to [-1, 1] (InceptionV3, MobileNetV2);
+- torch: scaled to [0, 1], minus the ImageNet mean, divided by its standard deviation
+  (DenseNet);
+- none: the network rescales inside itself and takes [0, 255] (MobileNetV3, EfficientNet,
+  EfficientNetV2).
+"""
+
+SHIFT_FAMILIES = ("resnet", "mobilenet_v2")
+"""Backbone families into which a TemporalShift can be inserted (TSM)."""
+
+
+@dataclass(frozen=True)
+class WeightsFile:
+    """A no-top ImageNet weight file as Keras publishes it.
+
+    `hash_algorithm` is "md5" when Keras checks the file with an MD5 digest (`file_hash`),
+    or None when Keras publishes no digest for it (then nothing is verified against Keras).
+    """
+
+    file_name: str
+    url: str
+    hash_algorithm: str | None
+    file_hash: str | None
+
+
+@dataclass(frozen=True)
+class BackboneSpec:
+    """One registered backbone.
+
+    constructor: the name of the keras.applications function that builds it.
+    default_input_size: the side of the square images it was trained on, in pixels.
+    preprocessing: one of PREPROCESSING_MODES.
+    feature_width: channels of the globally pooled no-top features.
+    shift_family: "resnet" or "mobilenet_v2" when TSM can be built on it, else None.
+    constructor_arguments: extra keyword arguments for the constructor.
+    """
+
+    name: str
+    constructor: str
+    default_input_size: int
+    preprocessing: str
+    feature_width: int
+    weights: WeightsFile
+    shift_family: str | None = None
+    constructor_arguments: dict[str, Any] = field(default_factory=dict)
+
+    def keras_constructor(self):
+        """Returns the keras.applications function that builds this backbone."""
+        import keras
+
+        return getattr(keras.applications, self.constructor)
+
+
+def _resnet(name: str, constructor: str, md5: str) -> BackboneSpec:
+    file_name = f"{name}_weights_tf_dim_ordering_tf_kernels_notop.h5"
+    return BackboneSpec(
+        name=name,
+        constructor=constructor,
+        default_input_size=224,
+        preprocessing="caffe",
+        feature_width=2048,
+        weights=WeightsFile(file_name, f"{KERAS_APPLICATIONS_URL}resnet/{file_name}", "md5", md5),
+        shift_family="resnet",
+    )
+
+
+def _efficientnet(variant: str, input_size: int, width: int, md5: str) -> BackboneSpec:
+    file_name = f"efficientnet{variant}_notop.h5"
+    return BackboneSpec(
+        name=f"efficientnet_{variant}",
+        constructor=f"EfficientNet{variant.upper()}",
+        default_input_size=input_size,
+        preprocessing="none",
+        feature_width=width,
+        weights=WeightsFile(file_name, f"{EFFICIENTNET_URL}{file_name}", "md5", md5),
+    )
+
+
+def _efficientnet_v2(variant: str, input_size: int, width: int, md5: str) -> BackboneSpec:
+    file_name = f"efficientnetv2-{variant}_notop.h5"
+    return BackboneSpec(
+        name=f"efficientnetv2_{variant}",
+        constructor=f"EfficientNetV2{variant.upper()}",
+        default_input_size=input_size,
+        preprocessing="none",
+        feature_width=width,
+        weights=WeightsFile(
+            file_name, f"{KERAS_APPLICATIONS_URL}efficientnet_v2/{file_name}", "md5", md5
+        ),
+        constructor_arguments={"include_preprocessing": True},
+    )
+
+
+def _mobilenet_v3(size: str, width: int, md5: str) -> BackboneSpec:
+    file_name = f"weights_mobilenet_v3_{size}_224_1.0_float_no_top_v2.h5"
+    return BackboneSpec(
+        name=f"mobilenet_v3_{size}",
+        constructor=f"MobileNetV3{size.capitalize()}",
+        default_input_size=224,
+        preprocessing="none",
+        feature_width=width,
+        weights=WeightsFile(
+            file_name, f"{KERAS_APPLICATIONS_URL}mobilenet_v3/{file_name}", "md5", md5
+        ),
+        constructor_arguments={"include_preprocessing": True},
+    )
+
+
+_INCEPTION_V3_FILE = "inception_v3_weights_tf_dim_ordering_tf_kernels_notop.h5"
+_MOBILENET_V2_FILE = "mobilenet_v2_weights_tf_dim_ordering_tf_kernels_1.0_224_no_top.h5"
+_DENSENET121_FILE = "densenet121_weights_tf_dim_ordering_tf_kernels_notop.h5"
+
+_SPECS = [
+    _resnet("resnet50", "ResNet50", "4d473c1dd8becc155b73f8504c6f6626"),
+    _resnet("resnet101", "ResNet101", "88cf7a10940856eca736dc7b7e228a21"),
+    _resnet("resnet152", "ResNet152", "ee4c566cf9a93f14d82f913c2dc6dd0c"),
+    BackboneSpec(
+        name="inception_v3",
+        constructor="InceptionV3",
+        default_input_size=299,
+        preprocessing="tf",
+        feature_width=2048,
+        weights=WeightsFile(
+            _INCEPTION_V3_FILE,
+            f"{KERAS_APPLICATIONS_URL}inception_v3/{_INCEPTION_V3_FILE}",
+            "md5",
+            "bcbd6486424b2319ff4ef7d526e38f63",
+        ),
+    ),
+    BackboneSpec(
+        name="mobilenet_v2",
+        constructor="MobileNetV2",
+        default_input_size=224,
+        preprocessing="tf",
+        feature_width=1280,
+        # Keras downloads this file without any hash check: there is nothing to verify.
+        weights=WeightsFile(
+            _MOBILENET_V2_FILE,
+            f"{KERAS_APPLICATIONS_URL}mobilenet_v2/{_MOBILENET_V2_FILE}",
+            None,
+            None,
+        ),
+        shift_family="mobilenet_v2",
+    ),
+    _mobilenet_v3("small", 576, "d3e8ec802a04aa4fc771ee12a9a9b836"),
+    _mobilenet_v3("large", 960, "07fb09a5933dd0c8eaafa16978110389"),
+    _efficientnet("b0", 224, 1280, "50bc09e76180e00e4465e1a485ddc09d"),
+    _efficientnet("b1", 240, 1280, "74c4e6b3e1f6a1eea24c589628592432"),
+    _efficientnet("b2", 260, 1408, "111f8e2ac8aa800a7a99e3239f7bfb39"),
+    _efficientnet("b3", 300, 1536, "af6d107764bb5b1abb91932881670226"),
+    _efficientnet_v2("b0", 224, 1280, "893217f2bb855e2983157299931e43ff"),
+    _efficientnet_v2("b1", 240, 1280, "0e80663031ca32d657f9caa404b6ec37"),
+    _efficientnet_v2("b2", 260, 1408, "1dfe2e7a5d45b6632553a8961ea609eb"),
+    _efficientnet_v2("b3", 300, 1536, "f6abf7b5849ac99a89b50dd3fd532856"),
+    _efficientnet_v2("s", 384, 1280, "af0682fb74e8c54910f2d4393339c070"),
+    BackboneSpec(
+        name="densenet121",
+        constructor="DenseNet121",
+        default_input_size=224,
+        preprocessing="torch",
+        feature_width=1024,
+        weights=WeightsFile(
+            _DENSENET121_FILE,
+            f"{KERAS_APPLICATIONS_URL}densenet/{_DENSENET121_FILE}",
+            "md5",
+            "30ee3e1110167f948a6b9946edeeb738",
+        ),
+    ),
+]
+
+BACKBONES: dict[str, BackboneSpec] = {spec.name: spec for spec in _SPECS}
+
+
+def backbone_names() -> list[str]:
+    """Returns the registered backbone names, in registry order."""
+    return list(BACKBONES)
+
+
+def backbone_spec(name: str) -> BackboneSpec:
+    """Returns the registry entry for `name`; an unknown name raises ConfigError."""
+    try:
+        return BACKBONES[name]
+    except KeyError:
+        raise ConfigError(
+            f"unknown backbone {name!r}; choose one of: {', '.join(BACKBONES)}"
+        ) from None
+
+
+def spec_for_weights_file(file_name: str) -> BackboneSpec | None:
+    """Returns the backbone whose published no-top weight file is called `file_name`."""
+    for spec in BACKBONES.values():
+        if spec.weights.file_name == file_name:
+            return spec
+    return None
+
+
+def shiftable_backbone_names() -> list[str]:
+    """The backbones TSM can insert temporal shifts into (those with a shift_family)."""
+    return [name for name, spec in BACKBONES.items() if spec.shift_family is not None]
