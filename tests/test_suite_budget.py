@@ -1,0 +1,25 @@
+"""The suite reports its time in every run's summary and warns past CI's budget."""
+
+from __future__ import annotations
+
+import time
+
+import conftest
+
+
+class Reporter:
+    def __init__(self):
+        self.lines = []
+
+    def write_line(self, line, **markup):
+        self.lines.append(line)
+
+
+def test_the_summary_gives_the_suite_time_and_warns_only_past_the_budget(monkeypatch):
+    reporter = Reporter()
+    monkeypatch.setattr(conftest, "_SESSION_START", time.monotonic() - 29 * 60)
+    conftest.pytest_terminal_summary(reporter, 0, None)
+    assert reporter.lines == ["actrec suite: 29.0 min"]
+    monkeypatch.setattr(conftest, "_SESSION_START", time.monotonic() - 31 * 60)
+    conftest.pytest_terminal_summary(reporter, 0, None)
+    assert reporter.lines[-1].startswith("WARNING: the suite took 31.0 min, more than the 30")
