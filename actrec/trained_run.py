@@ -153,7 +153,7 @@ def build_trained_model(run: TrainedRun, num_segments: int | None = None):
     recipe = run.recipe
     if num_segments is not None and num_segments != recipe.data.num_segments:
         recipe = replace(recipe, data=replace(recipe.data, num_segments=num_segments))
-    recipe = _without_pretrained_weights(recipe)
+    recipe = without_pretrained_weights(recipe)
     model = build_model(recipe.model, recipe.data, run.num_classes)
     try:
         model.load_weights(str(run.weights_path))
@@ -165,7 +165,7 @@ def build_trained_model(run: TrainedRun, num_segments: int | None = None):
     return model
 
 
-def _without_pretrained_weights(recipe):
+def without_pretrained_weights(recipe):
     """The recipe with model.weights 'none': the trained weights replace any ImageNet
     initialisation, so rebuilding must not need the pretrained file."""
     return replace(recipe, model=replace(recipe.model, weights="none"))

@@ -13,7 +13,12 @@ from actrec_cli.prepare_options import (
     encoding_options,
     folder_split_options,
 )
-from actrec_cli.prepare_report import generate_synthetic_if_missing, print_dry_run, print_summary
+from actrec_cli.prepare_report import (
+    generate_synthetic_if_missing,
+    print_dry_run,
+    print_summary,
+    print_warnings,
+)
 
 from actrec.data.sources import SOURCES
 
@@ -105,6 +110,7 @@ def prepare(
     if dry_run:
         print_dry_run(dry_run_listing(listing), listing.dataset)
         return
+    print_warnings(listing.warnings)
     summary = prepare_dataset(
         listing,
         out_dir,

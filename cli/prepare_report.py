@@ -1,12 +1,18 @@
-"""What `actrec prepare` prints: the dry-run listing, the preparation summary, and the
-synthetic set it generates first when it is missing."""
+"""What `actrec prepare` prints: the dry-run listing (per split, per class, what the source
+ignored, its warnings), the preparation summary, and the synthetic set it generates first
+when it is missing."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from actrec_cli.console import console, progress_for
+from rich.markup import escape
 from rich.table import Table
+
+from actrec.data.sources.base import SPLIT_NAMES
+
+SHOWN_PATHS = 5  # per group of ignored paths in the dry run
 
 
 def generate_synthetic_if_missing(root: Path) -> None:
@@ -23,15 +29,55 @@ def generate_synthetic_if_missing(root: Path) -> None:
         generate_synthetic_dataset(root, progress=progress_for("videos"))
 
 
+def print_warnings(warnings) -> None:
+    """The source's warnings (e.g. a class too small for a test video), one a line."""
+    for warning in warnings:
+        console().print(f"[yellow]warning:[/] {escape(warning)}", highlight=False, soft_wrap=True)
+
+
+def print_class_counts(report) -> None:
+    """A table of each class's listed videos per split."""
+    splits = [split for split in SPLIT_NAMES if split in report.counts]
+    table = Table(title="videos per class (dry run)")
+    table.add_column("class")
+    for column in (*splits, "total"):
+        table.add_column(column, justify="right")
+    for name, counts in report.per_class.items():
+        cells = [str(counts.get(split, 0)) for split in splits]
+        table.add_row(escape(name), *cells, str(sum(counts.values())))
+    console().print(table)
+
+
+def print_ignored(groups) -> None:
+    """The source's ignored paths by reason and detail, with the first few paths of each."""
+    if not groups:
+        return
+    total = sum(group["count"] for group in groups)
+    console().print(f"ignored under the root ({total}, not videos of a class):")
+    for group in groups:
+        paths = ", ".join(group["paths"][:SHOWN_PATHS])
+        more = group["count"] - SHOWN_PATHS
+        paths += f", ... and {more} more" if more > 0 else ""
+        console().print(
+            escape(f"  {group['count']} {group['reason']}: {group['detail']}: {paths}"),
+            highlight=False,
+            soft_wrap=True,
+        )
+
+
 def print_dry_run(report, dataset: str) -> None:
     table = Table(title=f"{dataset}: videos per split (dry run)")
     table.add_column("split")
     table.add_column("listed", justify="right")
     table.add_column("would skip", justify="right")
-    for split, count in report.counts.items():
+    for split in (split for split in SPLIT_NAMES if split in report.counts):
+        count = report.counts[split]
         skips = sum(1 for item in report.would_skip if item["split"] == split)
         table.add_row(split, str(count), str(skips))
     console().print(table)
+    print_class_counts(report)
+    print_ignored(report.ignored)
+    print_warnings(report.warnings)
     for item in report.would_skip[:50]:
         console().print(
             f"  skip {item['video_id']} ({item['reason']}): {item['path']}",
@@ -79,6 +125,16 @@ def print_summary(summary) -> None:
         )
         console().print(
             f"skipped: {reasons}; every skipped video is listed in "
+            f"{summary.out_dir / 'report.json'}",
+            highlight=False,
+            soft_wrap=True,
+        )
+    if summary.ignored_by_reason:
+        ignored = ", ".join(
+            f"{count} {reason}" for reason, count in summary.ignored_by_reason.items()
+        )
+        console().print(
+            f"ignored under the root (not videos of a class): {ignored}; listed in "
             f"{summary.out_dir / 'report.json'}",
             highlight=False,
             soft_wrap=True,

@@ -8,7 +8,12 @@ from pathlib import Path
 import click
 from actrec_cli.console import console, import_tensorflow_quietly, progress_for
 from actrec_cli.train_options import batch_options, recipe_from_options
-from actrec_cli.train_report import print_batch_decision, print_outcome
+from actrec_cli.train_report import (
+    print_batch_decision,
+    print_next_commands,
+    print_outcome,
+    print_validation_classes,
+)
 
 
 @click.command()
@@ -40,6 +45,16 @@ from actrec_cli.train_report import print_batch_decision, print_outcome
     help="Override a recipe value, e.g. --set train.lr=0.01 (repeatable).",
 )
 @click.option(
+    "--init-from",
+    "init_from",
+    type=click.Path(path_type=Path),
+    default=None,
+    metavar="RUN_OR_EXPORT",
+    help="Fine-tune: start from a finished run directory or an `actrec export` folder "
+    "(every backbone weight; its classifier when the classes are the same, else a new one). "
+    "Sets model.weights=run:PATH.",
+)
+@click.option(
     "--resume",
     is_flag=False,
     flag_value="latest",
@@ -60,6 +75,7 @@ def train(
     prepared,
     run_dir,
     overrides,
+    init_from,
     resume,
     stop_after_steps,
     batch_size,
@@ -74,6 +90,8 @@ def train(
     from actrec.train.run import train as train_run
     from actrec.train.strategy import is_chief
 
+    if init_from is not None:
+        overrides = (*overrides, f"model.weights=run:{init_from}")
     recipe = recipe_from_options(recipe_name, run_dir, resume, overrides, batch_size, remat)
     chief = is_chief()
     if memory_budget is not None and not auto_fields(recipe) and chief:
@@ -95,5 +113,10 @@ def train(
     if not chief:
         return
     print_outcome(summary, run_dir, stop_after_steps)
+    if summary.weights_path is not None:
+        from actrec.runs import BEST_WEIGHTS_FILE, read_run_record
+
+        print_validation_classes(summary, read_run_record(run_dir).get("classes", []))
+        print_next_commands(run_dir, (run_dir / BEST_WEIGHTS_FILE).is_file())
     if summary.preempted:
         sys.exit(PREEMPTED_EXIT_CODE)

@@ -1,7 +1,9 @@
-"""What `actrec train` prints: the batch table of `--batch-size auto` and how the run ended."""
+"""What `actrec train` prints: the batch table of `--batch-size auto`, how the run ended, its
+last validation per class, and the commands that come next."""
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
 from actrec_cli.console import console
@@ -59,3 +61,53 @@ def print_batch_decision(decision) -> None:
         )
     console().print(table)
     console().print(f"chosen: {decision.summary()}", soft_wrap=True, highlight=False)
+
+
+WEAKEST_CLASSES_SHOWN = 10
+
+
+def print_validation_classes(summary, classes: list[str]) -> None:
+    """The last validation's per-class accuracy (every class up to WEAKEST_CLASSES_SHOWN,
+    else the weakest) and the classes most confused."""
+    from rich.table import Table
+
+    from actrec.evaluation.metrics import most_confused, per_class_of_confusion
+
+    if summary.validation_confusion is None:
+        return
+    accuracy, videos = per_class_of_confusion(summary.validation_confusion)
+    order = sorted(range(len(classes)), key=lambda k: (-1 if videos[k] == 0 else accuracy[k], k))
+    shown = order[:WEAKEST_CLASSES_SHOWN]
+    title = "validation accuracy per class" + (
+        f" (the {len(shown)} weakest of {len(classes)})" if len(shown) < len(classes) else ""
+    )
+    table = Table(title=title, title_justify="left")
+    for column in ("class", "accuracy", "videos"):
+        table.add_column(column, justify="left" if column == "class" else "right")
+    for k in shown:
+        shown_accuracy = "-" if videos[k] == 0 else f"{accuracy[k]:.3f}"
+        table.add_row(classes[k], shown_accuracy, str(videos[k]))
+    console().print(table)
+    pairs = most_confused(summary.validation_confusion, tuple(classes))
+    if pairs:
+        console().print(
+            "most confused: "
+            + "; ".join(f"{true} -> {predicted} ({count})" for true, predicted, count in pairs),
+            soft_wrap=True,
+            highlight=False,
+        )
+
+
+def print_next_commands(run_dir: Path, validated: bool) -> None:
+    """The eval / export / predict commands for this run (best weights when it validated)."""
+    run = shlex.quote(str(run_dir))
+    export = shlex.quote(f"{run_dir}-export")
+    best = " --checkpoint best" if validated else ""
+    console().print(
+        "next:\n"
+        f"  actrec eval {run}{best}  # the test split: accuracy per class, confusion matrix\n"
+        f"  actrec export {run} --out {export}{best}\n"
+        f"  actrec predict VIDEO --model {export}",
+        soft_wrap=True,
+        highlight=False,
+    )

@@ -40,9 +40,10 @@ TEST_DATA = Path(__file__).resolve().parent / "data"
 def write_tiny_video(
     path: Path, num_frames: int = 10, width: int = 48, height: int = 32, seed: int = 0
 ) -> Path:
-    """Write a small MJPG AVI (or mp4v MP4) of moving noise; returns the path."""
+    """Write a small video of moving noise; returns the path. The codec suits the
+    extension, in any letter case: mp4v in .mp4 / .m4v, VP8 in .webm, else MJPG."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fourcc = "mp4v" if path.suffix == ".mp4" else "MJPG"
+    fourcc = {".mp4": "mp4v", ".m4v": "mp4v", ".webm": "VP80"}.get(path.suffix.lower(), "MJPG")
     writer = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*fourcc), 25.0, (width, height))
     assert writer.isOpened(), f"OpenCV cannot write {path}"
     rng = np.random.default_rng(seed)
@@ -225,6 +226,19 @@ def synthetic_tsm_run(synthetic_prepared, tmp_path_factory):
 # --- tiny trained runs for export and predict tests (seconds, not minutes) -----------------
 
 
+TINY_RUN_SETTINGS = [
+    "model.backbone=mobilenet_v2",
+    "model.batch_norm_momentum=0.0",
+    "data.crop_size=32",
+    "data.num_segments=2",
+    "train.batch_size=4",
+    "train.epochs=1",
+    "runtime.steps_per_epoch=1",
+    "runtime.validate_every_epochs=0",
+]
+"""The tiny runs' recipe settings: MobileNetV2 at 32 px, 2 segments, one step."""
+
+
 @pytest.fixture(scope="session")
 def tiny_runs(tiny_synthetic_prepared, tmp_path_factory):
     """{"raw", "prepared", "rgb", "flow"}: the tiny synthetic set (8 test videos) and an RGB
@@ -238,16 +252,7 @@ def tiny_runs(tiny_synthetic_prepared, tmp_path_factory):
 
     folder = tmp_path_factory.mktemp("tiny-runs")
     prepared = tiny_synthetic_prepared
-    tiny = [
-        "model.backbone=mobilenet_v2",
-        "model.batch_norm_momentum=0.0",
-        "data.crop_size=32",
-        "data.num_segments=2",
-        "train.batch_size=4",
-        "train.epochs=1",
-        "runtime.steps_per_epoch=1",
-        "runtime.validate_every_epochs=0",
-    ]
+    tiny = TINY_RUN_SETTINGS
     runs = {"raw": prepared.parent / "raw", "prepared": prepared}
     for modality, extra in (("rgb", []), ("flow", ["data.new_length=2"])):
         recipe = apply_overrides(load_recipe(f"synthetic-{modality}"), [*tiny, *extra])

@@ -16,12 +16,13 @@ def test_recipes_lists_every_builtin(cli_runner):
     result = cli_runner("recipes")
     assert result.exit_code == 0, result.output
     names = builtin_recipe_names()
-    assert len(names) == 10
+    assert len(names) == 15
     for name in names:
         assert name in result.output
     assert "kavg K=4" in result.output
     assert "batch 64->512 x2/10ep" in result.output
     assert "lr 0.02 linear@128" in result.output
+    assert "lr 0.001 linear@64" in result.output  # TSM's fine-tuning
     assert "TSN, Wang et al. ECCV 2016" in result.output
 
 

@@ -30,6 +30,11 @@ EXPECTED_RECIPES = {
     "tsn-rgb-hmdb51",
     "tsn-flow-hmdb51",
     "tsm-kinetics400",
+    "tsm-ucf101-from-kinetics400",
+    "tsm-hmdb51-from-kinetics400",
+    "finetune-tsm",
+    "finetune-tsn-rgb",
+    "finetune-tsn-flow",
     "two-stream-kavg-adaptive-rgb-ucf101",
     "two-stream-kavg-adaptive-flow-ucf101",
     "synthetic-rgb",
@@ -164,6 +169,68 @@ def test_tsm_hyperparameters():
     assert recipe.model.partial_bn is False and recipe.model.shift_fraction == 0.125
     assert recipe.train.classifier_lr_mult == 5.0 and recipe.train.bias_lr_mult == 2.0  # fc_lr5
     assert recipe.train.weight_decay_mode == "coupled"
+
+
+@pytest.mark.parametrize("dataset", ["ucf101", "hmdb51"])
+def test_tsm_finetuning_from_kinetics(dataset):
+    """The README's fine-tuning command (scripts/finetune_tsm_ucf101_rgb_8f.sh; HMDB51 with
+    the same values, the authors in issue #91) on the tsm-kinetics400 network and run."""
+    recipe = load_recipe(f"tsm-{dataset}-from-kinetics400")
+    kinetics = load_recipe("tsm-kinetics400")
+    assert recipe.model.weights == "run:runs/tsm-kinetics400"
+    for field in ("architecture", "backbone", "shift_fraction", "shift_placement"):
+        assert getattr(recipe.model, field) == getattr(kinetics.model, field), field
+    assert recipe.data.num_segments == kinetics.data.num_segments == 8
+    assert (recipe.train.lr, recipe.train.batch_size, recipe.train.lr_reference_batch) == (
+        0.001,
+        64,
+        64,
+    )
+    assert recipe.train.lr_coupling == "linear"
+    assert recipe.train.epochs == 25 and recipe.train.decay_epochs == (10, 20)
+    assert recipe.train.weight_decay == 5e-4  # opts.py's default: the command sets no --wd
+    assert recipe.model.dropout == 0.8 and recipe.model.partial_bn is True  # no --npb
+    assert recipe.train.classifier_lr_mult == 5.0  # fc_lr5: a new classifier
+    assert recipe.train.clip_norm == 20.0 and recipe.train.bias_lr_mult == 2.0
+    assert recipe.data.validation_split == "auto" and recipe.data.validation_holdout == 0
+    assert {"ucf101": "95.9", "hmdb51": "73.5"}[dataset] in recipe.reference
+
+
+@pytest.mark.parametrize("name", ["finetune-tsm", "finetune-tsn-rgb", "finetune-tsn-flow"])
+def test_finetune_recipes_for_any_data(name):
+    """From ImageNet unless --init-from; the rate coupled to the batch, so another batch keeps
+    the rate per clip; validation on the data's val split with best.weights.h5."""
+    recipe = load_recipe(name)
+    assert recipe.model.weights == "imagenet"
+    assert recipe.train.lr_coupling == "linear" and recipe.train.lr_reference_batch
+    assert recipe.train.batch_size <= 16
+    assert recipe.data.validation_split == "auto" and recipe.data.validation_holdout == 0
+    assert recipe.runtime.validate_every_epochs >= 1
+    assert recipe.runtime.checkpoint_every_steps == 1000
+    assert recipe.model.partial_bn is True and recipe.train.classifier_lr_mult == 5.0
+    batch_32 = apply_overrides(recipe, ["train.batch_size=32"]).train
+    assert batch_32.lr == recipe.train.lr and batch_32.lr_reference_batch == (
+        recipe.train.lr_reference_batch
+    )
+    validate_recipe(apply_overrides(recipe, ["model.weights=run:runs/tsm-kinetics400"]))
+
+
+def test_finetune_family_shares_tsms_finetuning():
+    tsm, rgb, flow = (load_recipe(f"finetune-{name}") for name in ("tsm", "tsn-rgb", "tsn-flow"))
+    published = load_recipe("tsm-ucf101-from-kinetics400")
+    for recipe in (tsm, rgb):
+        assert (recipe.train.lr, recipe.train.lr_reference_batch) == (0.001, 64)
+        assert recipe.train.epochs == 25 and recipe.train.decay_epochs == (10, 20)
+        assert recipe.train.weight_decay == published.train.weight_decay
+        assert recipe.model.dropout == published.model.dropout
+    assert (rgb.model.architecture, rgb.data.num_segments) == ("tsn", 3)
+    assert (tsm.model.architecture, tsm.data.num_segments) == ("tsm", 8)
+    tsn_flow = load_recipe("tsn-flow-ucf101")
+    assert (flow.data.modality, flow.data.new_length) == ("flow", 5)
+    assert flow.data.scales == tsn_flow.data.scales and flow.model.dropout == tsn_flow.model.dropout
+    assert flow.train.first_conv_lr_mult == 5.0
+    assert (flow.train.lr, flow.train.lr_reference_batch) == (0.005, 128)  # TSN's per clip
+    assert flow.train.epochs == 110 and flow.train.decay_epochs == (70, 100)  # mmaction2's
 
 
 @pytest.mark.parametrize("modality", ["rgb", "flow"])

@@ -112,6 +112,9 @@ def test_two_workers_equal_one_worker_with_the_double_batch(two_workers, one_wor
     np.testing.assert_allclose(distributed["losses"], single["losses"], rtol=1e-5)
     assert distributed["evaluation"]["num_examples"] == GLOBAL_BATCH * STEPS
     assert distributed["evaluation"]["accuracy"] == single["evaluation"]["accuracy"]
+    # the confusion matrix is summed over both workers' videos: the one worker's
+    assert distributed["evaluation"]["confusion"] == single["evaluation"]["confusion"]
+    assert sum(map(sum, distributed["evaluation"]["confusion"])) == GLOBAL_BATCH * STEPS
     assert distributed["evaluation"]["loss"] == pytest.approx(
         single["evaluation"]["loss"], rel=1e-5
     )

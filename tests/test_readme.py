@@ -26,6 +26,9 @@ FAST_COMMANDS = (
     ("actrec", "export", "runs/synthetic-tsm"),
     ("actrec", "predict"),
 )
+# Pages whose commands need a folder of their own, run command by command by their test
+# (docs/fine-tuning.md: tests/test_finetune.py, on a folder of "your own videos").
+PAGES_RUN_BY_THEIR_TEST = ("fine-tuning.md",)
 # Pages that the README or the docs link to and that another change writes: a link to one
 # may point nowhere until it lands (then it is checked like any other).
 
@@ -77,8 +80,10 @@ def docs_actrec_commands() -> list[tuple[str, list[str]]]:
 
 
 def walkthrough_commands() -> list[list[str]]:
-    """The README's commands, then the docs pages' (the order the fast ones run in)."""
-    return readme_actrec_commands() + [words for _, words in docs_actrec_commands()]
+    """The README's commands, then the docs pages' (the order the fast ones run in), but
+    those of the pages whose walkthrough a test of its own runs (PAGES_RUN_BY_THEIR_TEST)."""
+    docs = [words for page, words in docs_actrec_commands() if page not in PAGES_RUN_BY_THEIR_TEST]
+    return readme_actrec_commands() + docs
 
 
 def parse_command(words: list[str]) -> None:

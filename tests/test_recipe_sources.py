@@ -14,6 +14,8 @@ from actrec.errors import ConfigError
 from actrec.recipe_sources import recipe_fields, recipe_set_fields, source_table, table_problems
 
 PUBLISHED = ("tsn-rgb-ucf101", "tsn-flow-ucf101", "tsn-rgb-hmdb51", "tsn-flow-hmdb51")
+FINE_TUNING = ("tsm-ucf101-from-kinetics400", "tsm-hmdb51-from-kinetics400")
+CITATION = re.compile(r"\w+ [\w./-]+:\d+")  # "tsn S:16", "tsm main.py:76-79"
 
 
 @pytest.mark.parametrize("name", builtin_recipe_names() + builtin_base_names())
@@ -49,10 +51,10 @@ def test_a_recipe_that_drifts_from_its_table_is_reported(monkeypatch):
     assert len(problems) == 2
 
 
-@pytest.mark.parametrize("name", [*PUBLISHED, "tsm-kinetics400"])
+@pytest.mark.parametrize("name", [*PUBLISHED, "tsm-kinetics400", *FINE_TUNING])
 def test_published_recipes_cite_a_file_and_line_for_every_optimisation_field(name):
     table = source_table(name)
-    citation = re.compile(r"\w+ [\w./-]+:\d+")  # "tsn S:16", "tsm main.py:76-79"
+    citation = CITATION
     for field in (
         "train.lr",
         "train.batch_size",
@@ -71,6 +73,34 @@ def test_published_recipes_cite_a_file_and_line_for_every_optimisation_field(nam
         row = table.row(field)
         assert row.kind in ("source", "deviation"), field
         assert citation.search(row.source), (field, row.source)
+
+
+@pytest.mark.parametrize("name", FINE_TUNING)
+def test_tsm_finetuning_cites_a_source_line_for_every_field_it_sets(name):
+    """TSM's fine-tuning from Kinetics: every field the recipe (or a recipe it extends) sets
+    comes from the official command or code, with its file and line; none is actrec's."""
+    table = source_table(name)
+    for field in recipe_set_fields(name):
+        row = table.row(field)
+        assert row is not None, field
+        assert row.kind in ("source", "deviation"), (field, row.reason)
+        assert CITATION.search(row.source), (field, row.source)
+    assert "scripts/finetune_tsm_ucf101_rgb_8f.sh" in table.citations["F"]
+    assert "F:6" in table.row("model.weights").source  # --tune_from
+    assert "main.py:63" in table.row("train.classifier_lr_mult").source  # fc_lr5
+    assert "opts.py:41" in table.row("train.weight_decay").source  # no --wd: the default
+
+
+def test_sources_cli_prints_the_finetuning_command_for_every_field(cli_runner):
+    result = cli_runner("recipes", "--show", "tsm-ucf101-from-kinetics400", "--sources")
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    for field in recipe_set_fields("tsm-ucf101-from-kinetics400"):
+        row = next(line for line in lines if line.startswith(f"│ {field} "))
+        assert "│ · │" not in row and "│ - │" not in row, row
+    row = next(line for line in lines if line.startswith("│ train.lr "))
+    assert "│ 0.001 " in row and "F:3" in row
+    assert "scripts/finetune_tsm_ucf101_rgb_8f.sh" in result.output
 
 
 def test_deviations_are_marked_as_such():

@@ -4,6 +4,7 @@ registry holds, and every entry works (tests run over the registries, not over c
 from __future__ import annotations
 
 import importlib
+import re
 
 import click
 import numpy as np
@@ -11,6 +12,7 @@ import pytest
 from actrec_cli.main import main as cli_main
 from conftest import REPO_ROOT
 
+from actrec.config.inheritance import builtin_recipe_names
 from actrec.data.format.flow_methods import FLOW_METHODS, NO_FLOW
 from actrec.data.input.crop_layouts import CROP_LAYOUTS
 from actrec.data.sources import SOURCES
@@ -78,3 +80,28 @@ def table_names(page: str, header: str) -> list[str]:
 def test_the_docs_tables_list_exactly_the_registries():
     assert table_names("evaluation-and-export.md", "protocol") == list(PROTOCOLS)
     assert table_names("data.md", "dataset") == list(SOURCES)
+
+
+def recipe_table_names(path, header: str) -> list[str]:
+    """Every recipe named in the first cell of the table whose first column is `header`
+    (several per cell, `{rgb,flow}` expanded)."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    first = lines.index(next(line for line in lines if line.startswith(f"| {header} |")))
+    names = []
+    for line in lines[first + 2 :]:
+        if not line.startswith("|"):
+            break
+        for name in re.findall(r"`([^`]+)`", line.split("|")[1]):
+            choice = re.search(r"\{([^}]*)\}", name)
+            if choice is None:
+                names.append(name)
+                continue
+            names += [name.replace(choice.group(0), one) for one in choice.group(1).split(",")]
+    return names
+
+
+@pytest.mark.parametrize("page", ["docs/training.md", "README.md"])
+def test_the_recipe_tables_list_exactly_the_builtin_recipes(page):
+    names = recipe_table_names(REPO_ROOT / page, "recipe")
+    assert sorted(names) == builtin_recipe_names()
+    assert len(names) == len(set(names))

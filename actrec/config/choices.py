@@ -47,3 +47,13 @@ STRATEGIES: tuple[str, ...] = get_args(Strategy)
 COMMUNICATIONS: tuple[str, ...] = get_args(Communication)
 
 NAMED_WEIGHTS = ("imagenet", "none")
+TRAINED_WEIGHTS_PREFIX = "run:"
+"""model.weights "run:PATH": start from the finished run (or export) at PATH (fine-tuning,
+actrec.train.starting_point)."""
+
+
+def trained_weights_path(weights: str) -> str | None:
+    """PATH of a model.weights "run:PATH", else None."""
+    if weights.startswith(TRAINED_WEIGHTS_PREFIX):
+        return weights[len(TRAINED_WEIGHTS_PREFIX) :].strip()
+    return None

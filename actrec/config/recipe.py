@@ -113,7 +113,10 @@ class ModelConfig:
 
     architecture: "tsn" or "tsm" (TemporalShift; ResNet family and MobileNetV2 only).
     backbone: a name of the registry actrec.config.backbones.
-    weights: "imagenet", "none" (random initialisation) or the path of a no-top weight file.
+    weights: "imagenet", "none" (random initialisation), the path of a no-top weight file, or
+        "run:PATH": every backbone weight from the finished run directory (or export folder)
+        at PATH, relative to the current folder, and its classifier when the classes are the
+        same (else a new one); `actrec train --init-from PATH` sets it (fine-tuning).
     dropout: rate before the classifier, in [0, 1).
     partial_bn: freeze every BatchNorm but the first (TSN); None: True for TSN, False for TSM.
     shift_fraction: fraction of the channels shifted each way (TSM: 1/8).
@@ -129,7 +132,9 @@ class ModelConfig:
 
     architecture: Architecture = "tsn"
     backbone: Backbone = "resnet50"
-    weights: str = checked("imagenet", str.strip, "use imagenet, none or the path of a weight file")
+    weights: str = checked(
+        "imagenet", str.strip, "use imagenet, none, the path of a weight file or run:PATH"
+    )
     dropout: float = checked(0.8, lambda rate: 0 <= rate < 1, "use a rate in [0, 1)")
     partial_bn: bool | None = None
     shift_fraction: float = checked(

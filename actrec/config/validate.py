@@ -14,7 +14,7 @@ from typing import Any
 
 from actrec.config.bounds import field_problem
 from actrec.config.checks import invalid, require_choice
-from actrec.config.choices import SHIFTABLE_BACKBONES
+from actrec.config.choices import SHIFTABLE_BACKBONES, trained_weights_path
 from actrec.config.coerce import coerced_field, field_types, is_choice, type_name
 from actrec.config.recipe import (
     SECTION_TYPES,
@@ -126,6 +126,14 @@ def _validate_model(model: ModelConfig, data: DataConfig) -> None:
             "input_size",
             model.input_size,
             f"the model's input is the crop: use null or data.crop_size={data.crop_size}",
+        )
+    if trained_weights_path(model.weights) == "":
+        raise invalid(
+            "model",
+            "weights",
+            model.weights,
+            "name the run to start from: run:PATH (a finished `actrec train` --workdir or an "
+            "`actrec export` folder)",
         )
     if resolved_partial_bn(model) and model.weights == "none":
         raise invalid(

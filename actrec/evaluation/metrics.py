@@ -80,3 +80,28 @@ def _mean_class_accuracy(labels: np.ndarray, predictions: np.ndarray) -> float:
         # "y_pred contains classes not in y_true": those rows are excluded, as intended.
         warnings.simplefilter("ignore", UserWarning)
         return balanced_accuracy_score(labels, predictions)
+
+
+def per_class_of_confusion(confusion: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(accuracy float64 [K], NaN for a class with no video; videos int64 [K]) of a
+    confusion matrix [K, K] (rows: true class)."""
+    videos = confusion.sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        accuracy = np.diag(confusion) / videos
+    return accuracy.astype(np.float64), videos.astype(np.int64)
+
+
+def most_confused(
+    confusion: np.ndarray, classes: tuple[str, ...], count: int = 5
+) -> list[tuple[str, str, int]]:
+    """The `count` largest off-diagonal cells of a confusion matrix [K, K]: (true class,
+    predicted class, videos), most videos first; cells of 0 are left out."""
+    off_diagonal = np.array(confusion, dtype=np.int64)
+    np.fill_diagonal(off_diagonal, 0)
+    order = np.argsort(-off_diagonal, axis=None, kind="stable")[:count]
+    pairs = []
+    for flat in order:
+        true, predicted = np.unravel_index(flat, off_diagonal.shape)
+        if off_diagonal[true, predicted] > 0:
+            pairs.append((classes[true], classes[predicted], int(off_diagonal[true, predicted])))
+    return pairs

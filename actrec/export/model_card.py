@@ -83,6 +83,14 @@ def _stream_section(stream: ExportedStream, metadata_entry: dict) -> list[str]:
     ]
     if recipe.reference:
         lines.append(f"- Reference: {recipe.reference.splitlines()[0]}")
+    start = record.get("initialised_from")
+    if isinstance(start, dict):
+        lines.append(
+            f"- Initialised from: {start.get('kind')} `{start.get('path')}` (recipe "
+            f"`{start.get('recipe')}`, {start.get('architecture', '?').upper()} "
+            f"{start.get('backbone')} {start.get('modality')}, {start.get('num_classes')} "
+            f"classes; classifier {'kept' if start.get('keeps_classifier') else 'new'})"
+        )
     lines += [
         f"- Data: `{run.data_dir}`"
         + (

@@ -208,6 +208,7 @@ def _validate(session: Session, epoch: int, plan: EpochPlan, summary) -> None:
     eval_batch = max(1, plan.per_replica_batch)
     dataset = validation_dataset(session.prepared_dir, session.data, eval_batch)
     summary.validation = trainer.evaluate(trainer.distribute(dataset))
+    summary.validation_confusion = summary.validation.pop("confusion")  # [K, K]
     is_best = session.best.update(
         trainer.model, epoch, trainer.step, validation.name, summary.validation
     )

@@ -267,8 +267,9 @@ class DistributedTrainer(TrainStep):
         elif self._averaged_variables and self.strategy.num_replicas_in_sync > 1:
             self._average_now()
 
-    def evaluate(self, dataset_iterable) -> dict[str, float]:
-        """Global loss, accuracy and num_examples over a finite `distribute(...)` output.
+    def evaluate(self, dataset_iterable) -> dict:
+        """Global loss, accuracy, num_examples and confusion (int numpy [K, K], row = true
+        class, column = predicted) over a finite `distribute(...)` output.
 
         Every worker must call it (the sums are reduced across workers at the end). The
         loss is the training criterion (with label smoothing).
@@ -284,11 +285,13 @@ class DistributedTrainer(TrainStep):
                 if local_totals is None
                 else [total + new for total, new in zip(local_totals, replica_sums, strict=True)]
             )
+        classes = int(self.model.output_shape[-1])
         if local_totals is None:
-            local_totals = [tf.zeros([3])] * self.replicas_per_worker
+            local_totals = [tf.zeros([3 + classes * classes])] * self.replicas_per_worker
         totals = self._global_sum(local_totals).numpy()
-        values = loss_and_accuracy(totals)
+        values = loss_and_accuracy(totals[:3])
         values["num_examples"] = round(float(totals[EXAMPLES]))
+        values["confusion"] = totals[3:].reshape(classes, classes).round().astype(int)
         return values
 
     # --- evaluation --------------------------------------------------------------------
@@ -299,7 +302,12 @@ class DistributedTrainer(TrainStep):
         logits = tf.cast(self.model(clips, training=False), tf.float32)
         labels = tf.cast(labels, tf.int32)
         losses = per_example_loss(labels, logits, self.label_smoothing)
-        return batch_statistics(labels, logits, losses)
+        classes = logits.shape[-1]
+        confusion = tf.math.confusion_matrix(
+            labels, tf.argmax(logits, axis=-1), num_classes=classes, dtype=tf.float32
+        )  # [K, K]
+        statistics = batch_statistics(labels, logits, losses)  # [3]
+        return tf.concat([statistics, tf.reshape(confusion, [-1])], axis=0)  # [3 + K*K]
 
     def _compiled_evaluation_sums(self, batch):
         clips, labels = batch[0], batch[1]

@@ -76,6 +76,11 @@ def open_run_directory(strategy, recipe, cluster, run_dir: Path, resume: str | N
     return recipe, has_run, previous_record
 
 
+def starts_afresh(checkpoints, resume: str | None) -> bool:
+    """Whether the run starts at its beginning (no checkpoint to resume from)."""
+    return resume is None or (resume == "latest" and checkpoints.latest_path() is None)
+
+
 def restore_position(checkpoints, resume: str | None, trainer, divergence, num_classes, progress):
     """(Position, the checkpoint resumed from or None): the trainer restored from `resume`
     ("latest" or a checkpoint path), or a new run at its start."""
@@ -83,7 +88,7 @@ def restore_position(checkpoints, resume: str | None, trainer, divergence, num_c
 
     position = Position(0, 0)
     resumed_from = None
-    if resume is not None and (resume != "latest" or checkpoints.latest_path() is not None):
+    if not starts_afresh(checkpoints, resume):
         resumed_from = None if resume == "latest" else resume
         position = checkpoints.restore(resumed_from, expected_classes=num_classes)
         resumed_from = resumed_from or checkpoints.latest_path()

@@ -29,6 +29,8 @@ from actrec.progress import NullProgress, Progress
 from actrec.runs import FINAL_WEIGHTS_FILE, save_weights_atomically
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from actrec.train.checkpoint import Position
     from actrec.train.epochs import Session
     from actrec.train.memory.decision import BatchDecision
@@ -44,6 +46,7 @@ class TrainSummary:
     epochs_done: int
     global_step: int
     validation: dict = field(default_factory=dict)
+    validation_confusion: np.ndarray | None = None  # int [K, K] of the last validation
     preempted: bool = False
     stopped_early: bool = False
     resumed_from: str | None = None
@@ -85,8 +88,13 @@ def train(
     strategy = _started_strategy(recipe, environ)
 
     from actrec.config.validate import validate_recipe
-    from actrec.train.resume import open_run_directory, restore_position
+    from actrec.train.resume import open_run_directory, restore_position, starts_afresh
     from actrec.train.run_record import start_run_folder
+    from actrec.train.starting_point import (
+        load_starting_weights,
+        starting_point,
+        training_recipe,
+    )
     from actrec.train.training_data import check_training_data
 
     validate_recipe(recipe)
@@ -98,11 +106,26 @@ def train(
     )
     if decision is not None and on_batch_decision is not None:
         on_batch_decision(decision)
+    start = starting_point(recipe, data.info.classes, previous)
     if cluster.is_chief:
-        start_run_folder(run_dir, recipe, prepared_dir, data, cluster, has_run, decision, previous)
-    session = _session(strategy, recipe, prepared_dir, run_dir, data, cluster, environ, progress)
+        start_run_folder(
+            run_dir, recipe, prepared_dir, data, cluster, has_run, decision, previous, start
+        )
+    session = _session(
+        strategy,
+        training_recipe(recipe, start),
+        prepared_dir,
+        run_dir,
+        data,
+        cluster,
+        environ,
+        progress,
+    )
     session.stop_after_steps = stop_after_steps
     trainer = session.trainer
+    if start is not None and starts_afresh(session.checkpoints, resume):
+        for line in load_starting_weights(trainer.model, start, recipe, data.info.classes):
+            progress.message(line)
     position, resumed_from = restore_position(
         session.checkpoints, resume, trainer, session.divergence, data.info.num_classes, progress
     )

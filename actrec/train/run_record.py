@@ -10,12 +10,14 @@ from actrec.runs import RECIPE_FILE, update_run_record, write_run_record
 
 
 def start_run_folder(
-    run_dir: Path, recipe, prepared_dir: Path, data, cluster, has_run, decision, previous
+    run_dir: Path, recipe, prepared_dir: Path, data, cluster, has_run, decision, previous, start
 ) -> None:
     """Create `run_dir`, write recipe.yaml (a new run) and run.json's "training" record:
     `data` (actrec.train.training_data.TrainingData), the batch `decision` (or the one of
-    the `previous` record), the best validation so far and the validation hold-out."""
+    the `previous` record), the best validation so far, the validation hold-out and the
+    `start` (actrec.train.starting_point.StartingPoint or None)."""
     from actrec.config.files import dump_recipe
+    from actrec.train.starting_point import RECORD_KEY
 
     run_dir.mkdir(parents=True, exist_ok=True)
     if not has_run:
@@ -34,6 +36,8 @@ def start_run_folder(
         record["batch_decision"] = previous["batch_decision"]
     if "best" in previous:  # checked against the resumed step by BestWeights
         record["best"] = previous["best"]
+    if start is not None:
+        record[RECORD_KEY] = start.to_json()
     if data.validation.held_out:
         record["holdout"] = data.validation.to_json(
             recipe.data.validation_holdout, recipe.runtime.seed
@@ -44,6 +48,8 @@ def start_run_folder(
 def finish_run_record(run_dir: Path, summary, divergence) -> None:
     """run.json's status ("finished", "preempted" or "stopped") and final numbers."""
     finished = not (summary.preempted or summary.stopped_early)
+    if summary.validation_confusion is not None:  # the last validation, per class
+        update_run_record(run_dir, validation_confusion=summary.validation_confusion.tolist())
     update_run_record(
         run_dir,
         status="finished" if finished else ("preempted" if summary.preempted else "stopped"),

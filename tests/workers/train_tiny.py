@@ -140,6 +140,7 @@ def main() -> int:
         )
         trainer.synchronize()
         evaluation = trainer.evaluate(trainer.distribute(evaluation_fn))
+        evaluation["confusion"] = evaluation["confusion"].tolist()  # [K, K], for JSON
         np.savez(
             args.out / f"{name}-worker{worker}.npz",
             *[np.asarray(variable.value) for variable in trainer.model.variables],

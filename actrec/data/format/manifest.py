@@ -17,6 +17,14 @@ manifest.json is written last, atomically: a folder with a manifest is complete.
                   "reason", "detail"}, ...]
     }
 
+report.json, written just before it:
+
+    {"dataset", "num_skipped", "skipped_by_reason": {reason: count},
+     "skipped": [{"video_id", "split", "path", "reason", "detail"}, ...],   # listed videos
+     "num_ignored", "ignored_by_reason": {reason: count},                  # not listed:
+     "ignored": [{"reason", "detail", "count", "paths"}, ...],             # root-relative
+     "warnings": ["class 'x' has 2 videos: too few for a test video ...", ...]}
+
 Format versions: 1 held one record per video (every clip read the whole video); 2 holds a
 header record and one record per frame (actrec.data.format.shards), found through "offset".
 `actrec migrate` rewrites a version-1 folder as version 2 without decoding any video.
@@ -119,14 +127,45 @@ def split_videos(prepared_dir: Path | str, manifest: dict, split: str) -> list[d
     ]
 
 
-def build_report(dataset: str, skipped: list[dict]) -> dict:
-    """report.json: every skipped video and why, with counts by reason."""
-    by_reason: dict[str, int] = {}
-    for entry in skipped:
-        by_reason[entry["reason"]] = by_reason.get(entry["reason"], 0) + 1
+def count_by_reason(items: list[dict]) -> dict[str, int]:
+    """{reason: how many of `items` have it}, sorted by reason."""
+    counts: dict[str, int] = {}
+    for item in items:
+        counts[item["reason"]] = counts.get(item["reason"], 0) + 1
+    return dict(sorted(counts.items()))
+
+
+def group_ignored(ignored: list[dict]) -> list[dict]:
+    """The ignored paths ({"path", "reason", "detail"}) as report.json lists them: one
+    {"reason", "detail", "count", "paths"} per reason and detail (e.g. "not-a-video",
+    "not a video file (.txt)"), sorted by them, paths in the order given."""
+    groups: dict[tuple[str, str], list[str]] = {}
+    for item in ignored:
+        groups.setdefault((item["reason"], item["detail"]), []).append(item["path"])
+    return [
+        {"reason": reason, "detail": detail, "count": len(paths), "paths": paths}
+        for (reason, detail), paths in sorted(groups.items())
+    ]
+
+
+def build_report(
+    dataset: str,
+    skipped: list[dict],
+    ignored: list[dict] | None = None,
+    warnings: list[str] | None = None,
+) -> dict:
+    """report.json: every skipped video and why, with counts by reason; the files and
+    folders under the root that the source did not list as videos (`ignored`: paths
+    relative to the root, grouped by reason and detail, with counts by reason); and the
+    source's warnings (e.g. a class too small to get a test video)."""
+    ignored = ignored or []
     return {
         "dataset": dataset,
         "num_skipped": len(skipped),
-        "skipped_by_reason": dict(sorted(by_reason.items())),
+        "skipped_by_reason": count_by_reason(skipped),
         "skipped": skipped,
+        "num_ignored": len(ignored),
+        "ignored_by_reason": count_by_reason(ignored),
+        "ignored": group_ignored(ignored),
+        "warnings": list(warnings or []),
     }

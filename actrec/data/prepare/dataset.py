@@ -20,10 +20,11 @@ from __future__ import annotations
 
 import os
 import time
+from dataclasses import asdict
 from pathlib import Path
 
 from actrec.atomic import TEMPORARY_SUFFIX, read_json_lines, write_json_atomic
-from actrec.data.format.manifest import read_manifest
+from actrec.data.format.manifest import count_by_reason, read_manifest
 from actrec.data.prepare.encode_video import PrepareSettings
 from actrec.data.prepare.finish import PrepareSummary, finish_preparation, summarize_manifest
 from actrec.data.prepare.plan import (
@@ -73,6 +74,7 @@ def prepare_dataset(
             f"the {listing.dataset} annotations list no videos; check --root and --annotations"
         )
     workers = max(1, workers if workers is not None else (os.cpu_count() or 1))
+    ignored = [asdict(item) for item in listing.ignored]
     plan = build_plan(listing, settings)
     status = output_status(out_dir, plan)
     if status == "complete":  # verify it, and re-make only the shards found damaged
@@ -83,6 +85,7 @@ def prepare_dataset(
         summary = summarize_manifest(out_dir, manifest)
         summary.already_complete = True
         summary.repaired_shards, summary.repaired_videos = repaired.shards, repaired.videos
+        summary.ignored_by_reason = count_by_reason(ignored)
         return summary
     partial = out_dir / PARTIAL_DIR
     partial.mkdir(parents=True, exist_ok=True)
@@ -101,8 +104,16 @@ def prepare_dataset(
             prepare_split(out_dir, split, entries, listing.classes, settings, workers, progress)
     finally:
         progress.finish()
-    manifest = finish_preparation(out_dir, plan, str(root if root is not None else ""), progress)
+    manifest = finish_preparation(
+        out_dir,
+        plan,
+        str(root if root is not None else ""),
+        progress,
+        ignored=ignored,
+        warnings=list(listing.warnings),
+    )
     summary = summarize_manifest(out_dir, manifest)
+    summary.ignored_by_reason = count_by_reason(ignored)
     summary.resumed_videos = resumed
     summary.elapsed_seconds = time.monotonic() - started
     return summary

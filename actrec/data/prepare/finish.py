@@ -4,6 +4,7 @@ then manifest.json written, the partial folder removed; and the summary of a man
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 import shutil
@@ -12,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from actrec import __version__
-from actrec.atomic import read_json_lines, write_json_atomic
+from actrec.atomic import read_json_lines, write_text_atomic
 from actrec.data.format.integrity import SHARD_FILES_KEY, describe_shard_files
 from actrec.data.format.manifest import (
     FORMAT_VERSION,
@@ -42,6 +43,7 @@ class PrepareSummary:
     elapsed_seconds: float = 0.0
     repaired_shards: list[str] = field(default_factory=list)  # re-made: they were damaged
     repaired_videos: int = 0
+    ignored_by_reason: dict[str, int] = field(default_factory=dict)  # not listed by the source
 
 
 def _final_shard_names(out_dir: Path, rows: list[dict], split: str) -> dict[str, str]:
@@ -75,9 +77,28 @@ def _tool_versions() -> dict[str, str]:
     }
 
 
-def finish_preparation(out_dir: Path, plan: dict, root: str, progress: Progress) -> dict:
-    """Rename shards, checksum them, write report.json then manifest.json, remove the
-    partial folder."""
+def json_text(value: dict) -> str:
+    """`value` as indented JSON, non-ASCII names as they are ("Café-Tänze", readable in the
+    file); escaped instead when a string is not valid UTF-8 (a file name's raw bytes)."""
+    text = json.dumps(value, indent=2, ensure_ascii=False) + "\n"
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = json.dumps(value, indent=2) + "\n"
+    return text
+
+
+def finish_preparation(
+    out_dir: Path,
+    plan: dict,
+    root: str,
+    progress: Progress,
+    ignored: list[dict] | None = None,
+    warnings: list[str] | None = None,
+) -> dict:
+    """Rename shards, checksum them, write report.json (the skipped videos, and the
+    source's `ignored` paths and `warnings`) then manifest.json, remove the partial
+    folder."""
     rows = read_json_lines(out_dir / PARTIAL_DIR / STATE_FILE)
     splits_present = [split for split in SPLIT_NAMES if any(row["split"] == split for row in rows)]
     videos, skipped, splits = [], [], {}
@@ -126,8 +147,9 @@ def finish_preparation(out_dir: Path, plan: dict, root: str, progress: Progress)
     }
     names = [name for split in splits.values() for name in split["shards"]]
     manifest[SHARD_FILES_KEY] = describe_shard_files(out_dir, names, progress)
-    write_json_atomic(out_dir / REPORT_FILE, build_report(plan["dataset"], skipped))
-    write_json_atomic(out_dir / MANIFEST_FILE, manifest)
+    report = build_report(plan["dataset"], skipped, ignored, warnings)
+    write_text_atomic(out_dir / REPORT_FILE, json_text(report))
+    write_text_atomic(out_dir / MANIFEST_FILE, json_text(manifest))
     shutil.rmtree(out_dir / PARTIAL_DIR, ignore_errors=True)
     return manifest
 

@@ -8,25 +8,31 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from actrec.data.format.manifest import FORMAT_VERSION, MANIFEST_FILE, read_manifest
+from actrec.data.format.manifest import FORMAT_VERSION, MANIFEST_FILE, group_ignored, read_manifest
 from actrec.data.prepare.encode_video import PrepareSettings
-from actrec.data.sources.base import SPLIT_NAMES, DatasetListing, VideoEntry
+from actrec.data.sources.base import SPLIT_NAMES, UNLABELLED, DatasetListing, VideoEntry
 from actrec.errors import ConfigError, OutputError
 
 PARTIAL_DIR = ".actrec-partial"
 PLAN_FILE = "plan.json"
 STATE_FILE = "state.jsonl"
+NO_CLASS = "(unlabelled)"
 
 
 @dataclass
 class DryRunReport:
-    """What `prepare` would do: videos per split and the ones it can tell are unusable."""
+    """What `prepare` would do: videos per split and the ones it can tell are unusable;
+    per class (in label order; NO_CLASS for unlabelled videos) its videos per split; the
+    source's ignored paths as report.json groups them, and its warnings."""
 
     counts: dict[str, int]
     would_skip: list[dict] = field(default_factory=list)
+    per_class: dict[str, dict[str, int]] = field(default_factory=dict)
+    ignored: list[dict] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
 
 def validate_settings(settings: PrepareSettings) -> None:
@@ -136,8 +142,18 @@ def output_status(out_dir: Path, plan: dict) -> str:
 
 
 def dry_run(listing: DatasetListing) -> DryRunReport:
-    """Counts per split and the listed videos that are missing or empty (nothing is decoded)."""
-    report = DryRunReport(counts=listing.counts_by_split())
+    """Counts per split and per class, the listed videos that are missing or empty (nothing
+    is decoded), the source's ignored paths and warnings."""
+    report = DryRunReport(
+        counts=listing.counts_by_split(),
+        per_class={name: {} for name in listing.classes},
+        ignored=group_ignored([asdict(item) for item in listing.ignored]),
+        warnings=list(listing.warnings),
+    )
+    for entry in listing.entries:
+        name = listing.classes[entry.label] if entry.label != UNLABELLED else NO_CLASS
+        counts = report.per_class.setdefault(name, {})
+        counts[entry.split] = counts.get(entry.split, 0) + 1
     for entry in listing.entries:
         reason = ""
         if not entry.path.exists():

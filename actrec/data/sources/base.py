@@ -34,6 +34,20 @@ class VideoEntry:
 
 
 @dataclass(frozen=True)
+class IgnoredPath:
+    """A file or folder under a dataset root that is not listed as a video, and why.
+
+    path: relative to the root, "/"-separated; a folder's ends with "/".
+    reason: a short code for reports ("not-a-video", "hidden", "broken-symlink", ...).
+    detail: what it is, for a person ("not a video file (.txt)", "broken symlink -> x.mp4").
+    """
+
+    path: str
+    reason: str
+    detail: str
+
+
+@dataclass(frozen=True)
 class SourceOptions:
     """Options shared by the sources; each source uses the ones that apply to it.
 
@@ -56,6 +70,8 @@ class DatasetListing:
     dataset: source name ("ucf101", ...); split_name: which official split ("1", ...).
     classes: class names, index = label. entries: sorted by (split, video_id).
     annotation_files: the files that were read, for the manifest.
+    ignored: what the source found under the root and did not list (report.json "ignored").
+    warnings: what a person should know before training on it (printed; in report.json).
     """
 
     dataset: str
@@ -63,6 +79,8 @@ class DatasetListing:
     classes: tuple[str, ...]
     entries: tuple[VideoEntry, ...]
     annotation_files: tuple[Path, ...] = field(default=())
+    ignored: tuple[IgnoredPath, ...] = field(default=())
+    warnings: tuple[str, ...] = field(default=())
 
     def entries_in(self, split: str) -> list[VideoEntry]:
         return [entry for entry in self.entries if entry.split == split]

@@ -1,9 +1,13 @@
 """A dataset without official splits: one folder per class, split by a seeded draw.
 
-Layout: ``root/<class>/<video files>`` (files in sub-folders of a class folder count for
-that class). Classes are the sorted names of the class folders that hold at least one
-video file (extensions in VIDEO_EXTENSIONS, any letter case); hidden files and folders
-are ignored. video_id is the path relative to root without extension.
+Layout: ``root/<class>/<video files>``. Classes are the sorted names of the class folders
+that hold at least one video file, exactly as the folders are named; videos in sub-folders
+of a class folder belong to that class. video_id is the path relative to root without
+extension. What counts as a video, how links are followed, and every file or folder that
+is reported instead of listed (hidden, not a video, not in a class folder, a broken link,
+...) is in actrec.data.sources.folder_tree; the listing carries those reports
+(`ignored`, written to report.json) and a warning for each class too small to be tested
+and each class folder without videos (`warnings`).
 
 The split is stratified: every class is split on its own, so each split holds the same
 share of every class. For a class of n videos, round(n * test_fraction) go to test and
@@ -25,13 +29,8 @@ from pathlib import Path
 
 import numpy as np
 
-from actrec.data.sources.base import (
-    VIDEO_EXTENSIONS,
-    DatasetListing,
-    SourceOptions,
-    VideoEntry,
-    video_files_under,
-)
+from actrec.data.sources.base import VIDEO_EXTENSIONS, DatasetListing, SourceOptions, VideoEntry
+from actrec.data.sources.folder_tree import FolderTree, scan_folder_tree
 from actrec.errors import ConfigError, DatasetError
 
 DATASET = "folder"
@@ -47,7 +46,9 @@ def list_videos(root: Path, options: SourceOptions) -> DatasetListing:
             f"exist; the only split is {split_name!r}, drawn with --seed (and "
             "--val-fraction / --test-fraction)"
         )
-    videos_by_class = videos_by_class_in(root)
+    tree = scan_folder_tree(root)
+    check_has_videos(root, tree)
+    videos_by_class = tree.videos_by_class
     classes = tuple(sorted(videos_by_class))
     random_state = np.random.RandomState(options.seed)
     entries: list[VideoEntry] = []
@@ -66,8 +67,20 @@ def list_videos(root: Path, options: SourceOptions) -> DatasetListing:
             for video_id in video_ids
         )
     entries.sort(key=lambda entry: (entry.split, entry.video_id))
+    sizes = {class_name: len(videos_by_class[class_name]) for class_name in classes}
+    warnings = small_class_warnings(sizes, options.val_fraction, options.test_fraction)
+    warnings += [
+        f"class folder {name!r} holds no video files, so it is not a class: add videos to "
+        "it or remove it"
+        for name in tree.empty_classes
+    ]
     return DatasetListing(
-        dataset=DATASET, split_name=split_name, classes=classes, entries=tuple(entries)
+        dataset=DATASET,
+        split_name=split_name,
+        classes=classes,
+        entries=tuple(entries),
+        ignored=tuple(tree.ignored),
+        warnings=tuple(warnings),
     )
 
 
@@ -83,33 +96,46 @@ def check_fractions(val_fraction: float, test_fraction: float) -> None:
         )
 
 
-def videos_in_class_folder(root: Path, class_folder: Path) -> dict[str, Path]:
-    """{video_id: path} of the video files anywhere under one class folder (linked
-    folders followed once, hidden ones skipped)."""
-    videos: dict[str, Path] = {}
-    for path in video_files_under(class_folder):
-        videos.setdefault(path.relative_to(root).with_suffix("").as_posix(), path)
-    return videos
-
-
-def videos_by_class_in(root: Path) -> dict[str, dict[str, Path]]:
-    """{class name: {video_id: path}} for the class folders with videos; DatasetError
-    when there are none."""
-    class_folders = sorted(
-        path for path in root.iterdir() if path.is_dir() and not path.name.startswith(".")
+def check_has_videos(root: Path, tree: FolderTree) -> None:
+    """DatasetError naming what `root` holds when no class folder holds a video."""
+    if tree.videos_by_class:
+        return
+    found = "class folders without video files" if tree.empty_classes else "no class folders"
+    in_root = sum(1 for item in tree.ignored if item.reason == "not-in-class-folder")
+    if in_root:
+        found += f"; {in_root} video(s) directly in the root, not in class folders"
+    raise DatasetError(
+        f"no videos found in {root} ({found}); a folder dataset is root/<class>/<video> "
+        f"with one folder per class holding video files ({', '.join(VIDEO_EXTENSIONS)})"
     )
-    videos_by_class = {
-        folder.name: videos
-        for folder in class_folders
-        if (videos := videos_in_class_folder(root, folder))
-    }
-    if not videos_by_class:
-        found = "no class folders" if not class_folders else "class folders without video files"
-        raise DatasetError(
-            f"no videos found in {root} ({found}); a folder dataset is root/<class>/<video> "
-            f"with one folder per class holding video files ({', '.join(VIDEO_EXTENSIONS)})"
-        )
-    return videos_by_class
+
+
+def videos_for_a_test_video(val_fraction: float, test_fraction: float) -> int | None:
+    """The fewest videos a class needs to get a test video (None: it never gets one)."""
+    if test_fraction <= 0:
+        return None
+    first = max(1, int(0.5 / test_fraction) - 2)  # round(n * test_fraction) >= 1 from ~0.5 / f
+    for num_videos in range(first, first + 1000):
+        if holdout_counts(num_videos, val_fraction, test_fraction)[1] >= 1:
+            return num_videos
+    return None
+
+
+def small_class_warnings(
+    sizes: dict[str, int], val_fraction: float, test_fraction: float
+) -> list[str]:
+    """A warning for every class too small for the split to give it a test video (each
+    class keeps a train video; with --test-fraction 0 there is no test split to warn of)."""
+    if test_fraction <= 0:
+        return []
+    needed = videos_for_a_test_video(val_fraction, test_fraction)
+    return [
+        f"class {name!r} has {size} video{'s' if size != 1 else ''}: too few for a test video "
+        f"at --test-fraction {test_fraction} (it needs {needed}), so it is trained on but "
+        "never tested; add videos to it, or merge it into another class or remove its folder"
+        for name, size in sizes.items()
+        if holdout_counts(size, val_fraction, test_fraction)[1] == 0
+    ]
 
 
 def rounded_count(num_videos: int, fraction: float) -> int:

@@ -1,0 +1,226 @@
+"""Where a fine-tuning run starts: model.weights "run:PATH" (`actrec train --init-from PATH`).
+
+PATH is a finished run directory (its final.weights.h5) or an `actrec export` folder
+(SavedModel or Keras format; of a two-stream export, the stream of the run's modality).
+Before the run folder is written, the source is checked against the recipe: the same
+backbone and input size, and a modality it can start (RGB -> RGB, RGB -> flow by TSN's
+cross-modality initialisation, flow -> flow); TSN <-> TSM and another number of segments
+are fine (neither has weights). After the model is built, every backbone weight is loaded
+from the source and the classifier kept when the classes are the source's, as TSM's
+`--tune_from` does (actrec.models.transfer).
+
+A kept classifier trains at the base rate: the recipe's classifier_lr_mult is for a NEW
+classifier (TSM main.py: `fc_lr5 = not (tune_from and dataset in tune_from)`). run.json
+records the starting point ("initialised_from"), which a resumed run reuses without
+reading the source again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+
+from actrec.config.choices import trained_weights_path
+from actrec.errors import ConfigError
+from actrec.models.transfer import classifier_mapping
+
+RECORD_KEY = "initialised_from"
+
+
+@dataclass(frozen=True)
+class StartingPoint:
+    """A checked source of initial weights.
+
+    kind: "run" or "export"; stream: the export stream used (index in actrec.json).
+    keeps_classifier: the source's classes are the run's (in any order).
+    """
+
+    path: str
+    kind: str
+    recipe: str
+    architecture: str
+    backbone: str
+    modality: str
+    num_classes: int
+    keeps_classifier: bool
+    stream: int = 0
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, record: dict) -> StartingPoint:
+        return cls(**{key: record[key] for key in cls.__dataclass_fields__})
+
+    def describe(self) -> str:
+        return (
+            f"initialised from {self.kind} {self.path} ({self.recipe}: {self.architecture} "
+            f"{self.backbone} {self.modality}, {self.num_classes} classes)"
+        )
+
+
+@dataclass(frozen=True)
+class _Source:
+    kind: str
+    path: Path
+    recipe: object  # actrec.config.recipe.Recipe
+    classes: tuple[str, ...]
+    stream: int = 0
+
+
+def starting_point(recipe, classes, previous: dict) -> StartingPoint | None:
+    """The checked starting point of `recipe` (model.weights "run:PATH") for data with
+    `classes`, None for ImageNet / random / a weight file. A resumed run (`previous`
+    run.json) keeps the one it started from. ConfigError naming both sides and the fix."""
+    path = trained_weights_path(recipe.model.weights)
+    if path is None:
+        return None
+    if isinstance(previous.get(RECORD_KEY), dict):
+        return StartingPoint.from_json(previous[RECORD_KEY])
+    source = _read_source(Path(path), recipe.data.modality)
+    _check_compatible(source, recipe)
+    model = source.recipe.model
+    return StartingPoint(
+        path=str(source.path.resolve()),
+        kind=source.kind,
+        recipe=source.recipe.name,
+        architecture=model.architecture,
+        backbone=model.backbone,
+        modality=source.recipe.data.modality,
+        num_classes=len(source.classes),
+        keeps_classifier=classifier_mapping(source.classes, classes) is not None,
+        stream=source.stream,
+    )
+
+
+def training_recipe(recipe, start: StartingPoint | None):
+    """The recipe the trainer uses: a kept classifier at the base learning rate."""
+    if start is None or not start.keeps_classifier or recipe.train.classifier_lr_mult == 1:
+        return recipe
+    return replace(recipe, train=replace(recipe.train, classifier_lr_mult=1.0))
+
+
+def load_starting_weights(model, start: StartingPoint, recipe, classes) -> list[str]:
+    """Loads the starting point's weights into `model` (built from `recipe` for `classes`);
+    returns what was loaded and made new, one line each, for the user."""
+    from actrec.models.transfer import transfer_weights
+
+    source = _read_source(Path(start.path), recipe.data.modality)
+    source_model = _source_model(source)
+    report = transfer_weights(source_model, model, source.classes, classes)
+    lines = [start.describe(), *report.lines()]
+    if start.architecture != recipe.model.architecture:
+        lines.append(
+            f"{start.architecture.upper()} -> {recipe.model.architecture.upper()}: the "
+            "temporal shift has no weights, every weight carries over"
+        )
+    if report.classifier != "new" and recipe.train.classifier_lr_mult != 1:
+        lines.append(
+            f"the kept classifier trains at the base rate (the recipe's classifier_lr_mult "
+            f"{recipe.train.classifier_lr_mult:g} is for a new one, as TSM's fc_lr5)"
+        )
+    return lines
+
+
+# --- the source ------------------------------------------------------------------------------
+
+
+def _read_source(path: Path, modality: str) -> _Source:
+    from actrec.export.metadata import METADATA_FILE
+    from actrec.runs import RUN_FILE
+
+    if (path / RUN_FILE).is_file():
+        from actrec.trained_run import load_trained_run
+
+        try:
+            run = load_trained_run(path)
+        except ConfigError as error:
+            raise ConfigError(f"cannot start from {path}: {error}") from None
+        return _Source("run", path, run.recipe, run.classes)
+    if (path / METADATA_FILE).is_file():
+        return _export_source(path, modality)
+    raise ConfigError(
+        f"model.weights run:{path}: {path} is neither a finished run directory (no "
+        f"{RUN_FILE}) nor an `actrec export` folder (no {METADATA_FILE}); give the --workdir "
+        "of a finished `actrec train` or the --out of `actrec export`"
+    )
+
+
+def _export_source(path: Path, modality: str) -> _Source:
+    from actrec.config.files import load_recipe
+    from actrec.export.metadata import read_export_metadata
+
+    metadata = read_export_metadata(path)
+    streams = metadata["streams"]
+    modalities = [stream["modality"] for stream in streams]
+    index = modalities.index(modality) if modality in modalities else modalities.index("rgb")
+    if metadata["model_format"] == "keras" and len(streams) > 1:
+        raise ConfigError(
+            f"{path} is a two-stream Keras export; start from the run it was exported from "
+            f"({streams[index]['run']}) or a SavedModel export"
+        )
+    recipe = load_recipe(path / streams[index]["recipe_file"])
+    return _Source("export", path, recipe, tuple(metadata["classes"]), index)
+
+
+def _check_compatible(source: _Source, recipe) -> None:
+    from actrec.config.recipe import resolved_input_size
+
+    mine, theirs = recipe.model, source.recipe.model
+    size = resolved_input_size(mine, recipe.data)
+    source_size = resolved_input_size(theirs, source.recipe.data)
+    names = f"{source.path} ({source.recipe.name})"
+    if theirs.backbone != mine.backbone or size != source_size:
+        raise ConfigError(
+            f"cannot start {recipe.name} ({mine.backbone}, {size} px) from {names}: it is a "
+            f"{theirs.backbone} at {source_size} px; train with --set "
+            f"model.backbone={theirs.backbone} --set data.crop_size={source_size}, or start "
+            "from a run of this backbone and size (or from ImageNet: model.weights=imagenet)"
+        )
+    if source.recipe.data.modality == "flow" and recipe.data.modality == "rgb":
+        raise ConfigError(
+            f"cannot start the RGB model of {recipe.name} from the flow model of {names}: "
+            "cross-modality initialisation goes from RGB to flow only; start from an RGB run "
+            "or from ImageNet (model.weights=imagenet)"
+        )
+
+
+def _source_model(source: _Source):
+    """The source's trained keras.Model."""
+    from actrec.trained_run import build_trained_model, load_trained_run
+
+    if source.kind == "run":
+        return build_trained_model(load_trained_run(source.path))
+    return _export_model(source)
+
+
+def _export_model(source: _Source):
+    """The stream model of an export: a Keras export's model file, or a model rebuilt from
+    the export's recipe with the SavedModel's variables restored into it (the export's
+    tf.Module tracks its models as `models`, actrec.export.model_writers)."""
+    import tensorflow as tf
+
+    from actrec.export.metadata import KERAS_MODEL_FILE, read_export_metadata
+    from actrec.models.factory import build_model
+    from actrec.models.segment_model import load_segment_model
+    from actrec.trained_run import without_pretrained_weights
+
+    if (source.path / KERAS_MODEL_FILE).is_file():
+        return load_segment_model(source.path / KERAS_MODEL_FILE)
+    metadata = read_export_metadata(source.path)
+    models = []
+    for stream in metadata["streams"]:
+        from actrec.config.files import load_recipe
+
+        recipe = without_pretrained_weights(load_recipe(source.path / stream["recipe_file"]))
+        models.append(build_model(recipe.model, recipe.data, len(source.classes)))
+    checkpoint = tf.train.Checkpoint(models=models)
+    status = checkpoint.read(str(source.path / "variables" / "variables"))
+    try:
+        status.expect_partial().assert_existing_objects_matched()
+    except AssertionError as error:
+        raise ConfigError(
+            f"{source.path}: its SavedModel variables do not fit the model of its recipe "
+            f"({error}); start from the run it was exported from"
+        ) from None
+    return models[source.stream]
