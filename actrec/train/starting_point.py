@@ -153,6 +153,11 @@ def _export_source(path: Path, modality: str) -> _Source:
     metadata = read_export_metadata(path)
     streams = metadata["streams"]
     modalities = [stream["modality"] for stream in streams]
+    if modality not in modalities and "rgb" not in modalities:
+        raise ConfigError(
+            f"cannot start an RGB model from {path}, a flow export: cross-modality "
+            "initialisation goes from RGB to flow only; start from an RGB run or export"
+        )
     index = modalities.index(modality) if modality in modalities else modalities.index("rgb")
     if metadata["model_format"] == "keras" and len(streams) > 1:
         raise ConfigError(
@@ -200,6 +205,7 @@ def _export_model(source: _Source):
     tf.Module tracks its models as `models`, actrec.export.model_writers)."""
     import tensorflow as tf
 
+    from actrec.config.files import load_recipe
     from actrec.export.metadata import KERAS_MODEL_FILE, read_export_metadata
     from actrec.models.factory import build_model
     from actrec.models.segment_model import load_segment_model
@@ -210,8 +216,6 @@ def _export_model(source: _Source):
     metadata = read_export_metadata(source.path)
     models = []
     for stream in metadata["streams"]:
-        from actrec.config.files import load_recipe
-
         recipe = without_pretrained_weights(load_recipe(source.path / stream["recipe_file"]))
         models.append(build_model(recipe.model, recipe.data, len(source.classes)))
     checkpoint = tf.train.Checkpoint(models=models)
