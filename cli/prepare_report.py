@@ -119,26 +119,18 @@ def print_summary(summary) -> None:
             str(summary.frames_by_split[split]),
         )
     console().print(table)
-    if summary.skipped_by_reason:
-        reasons = ", ".join(
-            f"{count} {reason}" for reason, count in summary.skipped_by_reason.items()
-        )
-        console().print(
-            f"skipped: {reasons}; every skipped video is listed in "
-            f"{summary.out_dir / 'report.json'}",
-            highlight=False,
-            soft_wrap=True,
-        )
-    if summary.ignored_by_reason:
-        ignored = ", ".join(
-            f"{count} {reason}" for reason, count in summary.ignored_by_reason.items()
-        )
-        console().print(
-            f"ignored under the root (not videos of a class): {ignored}; listed in "
-            f"{summary.out_dir / 'report.json'}",
-            highlight=False,
-            soft_wrap=True,
-        )
+    report = summary.out_dir / "report.json"
+    for counts, what in (
+        (summary.skipped_by_reason, "skipped"),
+        (summary.ignored_by_reason, "ignored under the root (not videos of a class)"),
+    ):
+        if counts:
+            reasons = ", ".join(f"{count} {reason}" for reason, count in counts.items())
+            console().print(
+                f"{what}: {reasons}; every one is listed in {report}",
+                highlight=False,
+                soft_wrap=True,
+            )
     if summary.resumed_videos:
         console().print(f"resumed: {summary.resumed_videos} videos were already prepared")
     if summary.elapsed_seconds and not summary.already_complete:
