@@ -62,3 +62,14 @@ class WeightsError(ActrecError):
 class DivergenceError(ActrecError):
     """Training diverged (a non-finite or exploding loss) more often than the recipe lets
     it recover; the run's checkpoints are kept."""
+
+
+RESTART_EXIT_CODE = 75
+"""Exit status of a worker that must be restarted with --resume (EX_TEMPFAIL, sysexits.h:
+"a temporary failure; the user is invited to retry"): a peer worker was lost."""
+
+
+class WorkerLostError(ActrecError):
+    """A multi-worker run lost a worker; every worker must restart with --resume."""
+
+    exit_code = RESTART_EXIT_CODE

@@ -46,8 +46,16 @@ def _exit_line(worker_exit) -> str:
     show_default=True,
     help="Seconds between SIGTERM and SIGKILL when workers are stopped.",
 )
+@click.option(
+    "--restarts",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="When a worker dies (killed by a signal, or exit 75: it lost a peer), stop the others "
+    "and start every worker again with --resume, up to this many times.",
+)
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
-def launch(num_workers, base_port, timeout, grace_period, command):
+def launch(num_workers, base_port, timeout, grace_period, restarts, command):
     """Run COMMAND as NUM_WORKERS cluster workers on this machine.
 
     Each worker gets its own TF_CONFIG (and GPU when there are GPUs); output lines are
@@ -58,20 +66,31 @@ def launch(num_workers, base_port, timeout, grace_period, command):
         actrec launch -n 2 -- actrec train --recipe tsm-kinetics400 \\
             --data DATA --workdir RUN
     """
-    from actrec.train.launch import run_local_workers
+    from actrec.train.launch import run_local_workers_restarting
 
     errors = error_console()
 
     def report(worker_exit):
         errors.print(_exit_line(worker_exit), highlight=False, soft_wrap=True)
 
-    result = run_local_workers(
+    def restarting(restart, failed):
+        errors.print(
+            f"[yellow]restart {restart} of {restarts}:[/] worker {failed.failed_worker} failed "
+            f"(exit code {failed.exit_code}); starting all {num_workers} workers again with "
+            "--resume",
+            highlight=False,
+            soft_wrap=True,
+        )
+
+    result = run_local_workers_restarting(
         num_workers,
         list(command),
-        base_port,
-        timeout,
+        restarts,
+        base_port=base_port,
+        timeout=timeout,
         grace_period=grace_period,
         on_worker_exit=report,
+        on_restart=restarting,
     )
     if result.exit_code == 0:
         errors.print(f"all {num_workers} workers finished", highlight=False)

@@ -12,7 +12,8 @@ from actrec.errors import ActrecError
 
 
 class ActrecGroup(click.Group):
-    """A group that prints ActrecError messages without a traceback and exits 1."""
+    """A group that prints ActrecError messages without a traceback and exits 1 (or the
+    error's own `exit_code`: actrec.errors.RESTART_EXIT_CODE for a lost worker)."""
 
     def invoke(self, ctx: click.Context):
         try:
@@ -21,7 +22,7 @@ class ActrecGroup(click.Group):
             from actrec_cli.console import error_console
 
             error_console().print(f"[bold red]error:[/] {error}", highlight=False, soft_wrap=True)
-            sys.exit(1)
+            sys.exit(getattr(error, "exit_code", 1))
         except KeyboardInterrupt:
             click.echo("interrupted; re-run the same command to resume", err=True)
             sys.exit(130)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 import sys
 from pathlib import Path
 
@@ -85,6 +86,7 @@ def train(
     """Train a TSN / TSM model. Run one process per worker (see `actrec launch`, TF_CONFIG or
     Slurm); only the chief writes the run directory."""
     import_tensorflow_quietly(start_runtime=False)
+    from actrec.errors import WorkerLostError
     from actrec.train.memory.recipe_edits import auto_fields
     from actrec.train.preemption import PREEMPTED_EXIT_CODE
     from actrec.train.run import train as train_run
@@ -100,16 +102,20 @@ def train(
             soft_wrap=True,
         )
     progress = progress_for("steps", every=recipe.runtime.log_every_steps) if chief else None
-    summary = train_run(
-        recipe,
-        prepared,
-        run_dir,
-        resume=resume,
-        progress=progress,
-        stop_after_steps=stop_after_steps,
-        memory_budget=memory_budget,
-        on_batch_decision=print_batch_decision if chief else None,
-    )
+    try:
+        summary = train_run(
+            recipe,
+            prepared,
+            run_dir,
+            resume=resume,
+            progress=progress,
+            stop_after_steps=stop_after_steps,
+            memory_budget=memory_budget,
+            on_batch_decision=print_batch_decision if chief else None,
+        )
+    except WorkerLostError as error:
+        restart = ["actrec", *sys.argv[1:]] + ([] if resume else ["--resume"])
+        raise WorkerLostError(f"{error}. Restart: {shlex.join(restart)}") from None
     if not chief:
         return
     print_outcome(summary, run_dir, stop_after_steps)

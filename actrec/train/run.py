@@ -255,6 +255,17 @@ def _run_epochs_recorded(
         if is_chief:
             record_status(run_dir, "diverged", str(error))
         raise
+    except Exception as error:
+        from actrec.train.worker_loss import is_collective_failure, worker_lost_error
+
+        if session.cluster.num_workers < 2 or not is_collective_failure(error):
+            raise
+        lost = worker_lost_error(
+            error, session.cluster, session.trainer.step, session.checkpoints.latest_path()
+        )
+        if is_chief:
+            record_status(run_dir, "worker-lost", str(lost))
+        raise lost from None
     finally:
         session.termination.uninstall()
         session.metrics.close()
