@@ -165,7 +165,11 @@ class TrainConfig:
     each epoch of decay_epochs), "cosine" (to zero over the epochs after warm-up) or "none".
 
     sync: "allreduce" (gradients averaged every step) or "kavg" (K-step averaging: kavg_steps
-        local steps, then parameters averaged; adam_state says what happens to Adam's moments).
+        local steps, then parameters averaged; adam_state says what happens to Adam's moments:
+        "local" (the default: each worker keeps its own; on synthetic-flow, 2 workers, K = 4,
+        3 seeds: 94.0 % mean test top-1 against "average" 88.7 % and allreduce 91.1 %,
+        benchmarks/kavg.py; a resumed run gives every worker the chief's moments),
+        "average" (averaged with the parameters: a resume is bit-exact) or "reset").
     accumulation_steps / max_per_replica_batch: gradient accumulation over micro-batches when
         a replica's share of the global batch is more than it can hold.
     batch_size / max_per_replica_batch may be "auto" (actrec.train.memory): the largest
@@ -225,7 +229,7 @@ class TrainConfig:
     )
     sync: Sync = "allreduce"
     kavg_steps: int = at_least(1, 1)
-    adam_state: AdamState = "average"
+    adam_state: AdamState = "local"
     mixed_precision: MixedPrecision = "none"
     accumulation_steps: int = at_least(1, 1)
     max_per_replica_batch: int | Literal["auto"] | None = at_least(None, 1, optional=True)

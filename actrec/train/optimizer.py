@@ -57,9 +57,10 @@ class OptimizerSettings:
     multipliers: learning-rate multipliers of biases, the first convolution and the new
         classifier (actrec.train.param_groups).
     clip_norm: clip the global norm of the (averaged) loss gradient to this (TSN / TSM: 20).
-    adam_state: kavg with Adam: the moments are averaged with the parameters ("average"),
-        kept per worker ("local"), or zeroed after each round ("reset", which also
-        restarts Adam's bias correction).
+    adam_state: kavg with Adam: the moments are kept per worker ("local", the default: the
+        most accurate, actrec.config.recipe.TrainConfig), averaged with the parameters
+        ("average"), or zeroed after each round ("reset", which also restarts Adam's bias
+        correction).
     """
 
     name: str = "sgd"
@@ -67,7 +68,7 @@ class OptimizerSettings:
     nesterov: bool = False
     weight_decay: float = 0.0
     clip_norm: float | None = None
-    adam_state: str = "average"
+    adam_state: str = "local"
     weight_decay_mode: str = "coupled"
     multipliers: MultiplierRules = field(default_factory=MultiplierRules)
 
