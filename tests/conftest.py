@@ -33,6 +33,22 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         )
 
 
+SYNTHETIC_SET_FIXTURES = frozenset(
+    {"synthetic_prepared", "synthetic_flow_run", "synthetic_rgb_run", "synthetic_tsm_run"}
+)
+"""The session fixtures that train on the default synthetic set (minutes each)."""
+
+
+def pytest_collection_modifyitems(config, items):
+    """The suite runs on two pytest-xdist workers (`-n 2` in pyproject.toml), each with its
+    own session fixtures: every test that uses a synthetic-set training goes to one worker
+    (`--dist loadgroup`), so each of those trainings runs once per suite, not once per
+    worker."""
+    for item in items:
+        if SYNTHETIC_SET_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.xdist_group("synthetic-set"))
+
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 TEST_DATA = Path(__file__).resolve().parent / "data"
 

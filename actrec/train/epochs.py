@@ -107,6 +107,9 @@ def _train_epoch(session: Session, epoch: int, plan: EpochPlan, first_step: int,
     recipe, trainer, divergence = session.recipe, session.trainer, session.divergence
     progress = session.progress
     batches = session.batches.for_epoch(epoch, plan, first_step)
+    if session.batches.started_stream is not None:
+        session.metrics.write("input", trainer.step, **session.batches.started_stream)
+        session.batches.started_stream = None
     description = f"epoch {epoch + 1}/{recipe.train.epochs}"
     progress.start(description, plan.steps_per_epoch)
     stopped_mid_epoch = False

@@ -37,6 +37,7 @@ class PhaseBatches:
         self.trainer, self.divergence = trainer, divergence
         self.clips_decoded = clips_decoded
         self.batches, self.current_phase = None, None
+        self.started_stream: dict | None = None  # the last stream's start, until logged
 
     def for_epoch(self, epoch: int, plan, first_step: int):
         """The iterator of distributed batches for `epoch`, starting at `first_step`."""
@@ -47,34 +48,57 @@ class PhaseBatches:
             used += self.divergence.data_skip
             replica_batch = plan.per_replica_batch * plan.accumulation_steps
             seed = epoch_seed(self.recipe.runtime.seed, phase_start)
-            dataset = self._training_dataset(seed, replica_batch, used)
+            dataset = training_dataset(
+                self.prepared_dir, self.recipe, self.data, seed, replica_batch, used,
+                self.clips_decoded,
+            )  # fmt: skip
+            # where in the phase's example stream (actrec.data.input.order) it starts
+            self.started_stream = {
+                "phase_start_epoch": phase_start,
+                "first_example": used * plan.global_batch,
+                "input_pipelines": self.trainer.num_workers,
+            }
             self.batches = iter(self.trainer.distribute(dataset))
         return self.batches
 
-    def _training_dataset(self, seed: int, batch: int, steps: int):
-        recipe, data = self.recipe, self.data
 
-        def train_dataset(context):
-            from actrec.data.input.pipeline import build_dataset
+def training_dataset(
+    prepared_dir: Path,
+    recipe,
+    data,
+    seed: int,
+    batch: int,
+    steps: int,
+    clips_decoded=None,
+    with_video_ids: bool = False,
+):
+    """The function of an input context that builds a training phase's dataset: per-replica
+    batches of `batch` clips (micro-batches included), seeded by `seed`, from the phase's
+    step `steps` on; with_video_ids: each batch also carries its video ids (to check which
+    videos a run trained on)."""
 
-            # each step takes one batch per replica this input pipeline feeds
-            replicas = context.num_replicas_in_sync // context.num_input_pipelines
-            return build_dataset(
-                self.prepared_dir,
-                recipe.data.train_split,
-                data.train_spec,
-                batch,
-                training=True,
-                seed=seed,
-                input_context=context,
-                repeat=True,
-                start_example=steps * batch * replicas,
-                finish_on_device=True,
-                decode_counter=self.clips_decoded,
-                skip_videos=data.validation.held_out,
-            )
+    def train_dataset(context):
+        from actrec.data.input.pipeline import build_dataset
 
-        return train_dataset
+        # each step takes one batch per replica this input pipeline feeds
+        replicas = context.num_replicas_in_sync // context.num_input_pipelines
+        return build_dataset(
+            prepared_dir,
+            recipe.data.train_split,
+            data.train_spec,
+            batch,
+            training=True,
+            seed=seed,
+            input_context=context,
+            repeat=True,
+            start_example=steps * batch * replicas,
+            finish_on_device=True,
+            with_video_ids=with_video_ids,
+            decode_counter=clips_decoded,
+            skip_videos=data.validation.held_out,
+        )
+
+    return train_dataset
 
 
 def validation_dataset(prepared_dir: Path, data, batch: int):

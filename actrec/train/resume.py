@@ -52,6 +52,23 @@ def check_same_recipe(run_dir: Path, recipe) -> None:
         )
 
 
+def check_worker_count(run_dir: Path, recipe, previous_record: dict, num_workers: int) -> None:
+    """ConfigError when the run in `run_dir`, last trained on the workers its run.json
+    records, cannot continue on `num_workers`: K-step averaging keeps state per worker (its
+    local steps, and Adam's moments with adam_state "local") that no checkpoint holds for
+    another number of workers. An all-reduce run can: the global batch and the example
+    stream stay the same (actrec.data.input.order)."""
+    before = previous_record.get("workers")
+    if before is None or before == num_workers or recipe.train.sync != "kavg":
+        return
+    raise ConfigError(
+        f"{run_dir} trains with train.sync=kavg on {before} workers and cannot continue on "
+        f"{num_workers}: K-step averaging keeps each worker's local steps and optimizer state, "
+        f"which its checkpoints hold only for the chief; resume it on {before} workers (an "
+        "all-reduce run can continue on any number of workers that divides its global batch)"
+    )
+
+
 def open_run_directory(strategy, recipe, cluster, run_dir: Path, resume: str | None):
     """(recipe, has_run, the previous run.json): the chief's verdict on `run_dir`, agreed by
     every worker. A resumed run's recipe takes the auto batch numbers its recipe.yaml holds."""
@@ -67,6 +84,7 @@ def open_run_directory(strategy, recipe, cluster, run_dir: Path, resume: str | N
                     recipe = with_saved_decision(recipe, load_recipe(str(run_dir / RECIPE_FILE)))
                 check_same_recipe(run_dir, recipe)
                 previous_record = read_run_record(run_dir)
+                check_worker_count(run_dir, recipe, previous_record, cluster.num_workers)
         except ActrecError as error:
             refusal = error
     if agreed_flag(strategy, refusal is not None, cluster.num_workers):

@@ -130,6 +130,12 @@ def train(
         session.checkpoints, resume, trainer, session.divergence, data.info.num_classes, progress
     )
     session.metrics, session.best = _metrics_and_best(run_dir, cluster, trainer, resumed_from)
+    if cluster.is_chief and resumed_from:
+        from actrec.train.run_record import worker_change_note
+
+        note = worker_change_note(run_dir, previous, cluster.num_workers, trainer.step, recipe)
+        if note:
+            progress.message(note)
     if data.validation.note:
         progress.message(data.validation.note)
     summary = TrainSummary(

@@ -36,6 +36,8 @@ def start_run_folder(
         record["batch_decision"] = previous["batch_decision"]
     if "best" in previous:  # checked against the resumed step by BestWeights
         record["best"] = previous["best"]
+    if "worker_changes" in previous:
+        record["worker_changes"] = previous["worker_changes"]
     if start is not None:
         record[RECORD_KEY] = start.to_json()
     if data.validation.held_out:
@@ -43,6 +45,24 @@ def start_run_folder(
             recipe.data.validation_holdout, recipe.runtime.seed
         )
     write_run_record(run_dir, record)
+
+
+def worker_change_note(run_dir: Path, previous: dict, num_workers: int, step: int, recipe):
+    """The line saying that a resumed run continues on another number of workers than it
+    last trained on (None when it does not), recorded in run.json's "worker_changes"."""
+    from actrec.train.schedule import global_batch_size
+
+    before = previous.get("workers")
+    if before is None or before == num_workers:
+        return None
+    change = {"step": step, "from": before, "to": num_workers}
+    update_run_record(run_dir, worker_changes=[*previous.get("worker_changes", []), change])
+    return (
+        f"resumed on {num_workers} worker{'s' * (num_workers > 1)} at step {step}; the run "
+        f"trained on {before} before. Each step still takes the global batch of the recipe "
+        f"({global_batch_size(recipe.train, 0)} at the first epoch) from the same example "
+        "stream, so no clip is skipped or repeated"
+    )
 
 
 def finish_run_record(run_dir: Path, summary, divergence) -> None:

@@ -1,22 +1,26 @@
 """Which video, with which randomness, each example of an input pipeline is.
 
-Example k of input pipeline i (of n) over a split of V videos, in training:
+Example k of input pipeline i (of n) over a split of V videos, in training, is example
+g = i + n * k of the run's one stream of examples:
 
-    c = examples of pipeline i per epoch = ceil((V - i) / n)
-    epoch e = k // c, position p = i + n * (k mod c)
+    epoch e = g // V, position p = g mod V
     video   = the p-th entry of epoch e's permutation of the V videos
               (tf.random.experimental.index_shuffle, seeded by (seed, e))
     random  = one int64 drawn from (seed, e * V + p)       (sampling, crop and flip seeds)
 
-Evaluation keeps the split's order (video = p) and draws nothing. Hence:
+Evaluation reads one epoch in the split's order (video = p, positions i, i + n, ... < V) and
+draws nothing. Hence:
 
 - any example is found without the examples before it: a resumed run starts its pipeline
   at example k and reads or decodes nothing it skipped (`build_dataset(start_example=k)`);
 - in every epoch the pipelines read disjoint videos that together are the whole split,
-  and a new permutation each epoch;
-- an example's video and randomness depend on (seed, epoch, position) only, not on the
-  number of pipelines: two workers reading positions 0, 2, 4, ... and 1, 3, 5, ... see
-  the clips one worker sees at positions 0, 1, 2, ...
+  and a new permutation each epoch, whether or not n divides V;
+- an example's video and randomness depend on g alone, not on the number of pipelines: two
+  workers reading g = 0, 2, 4, ... and 1, 3, 5, ... see the clips one worker sees at
+  g = 0, 1, 2, ... So a run that took S steps of global batch B on n workers continues on
+  n' workers at g = S * B (pipeline j at k = S * B / n'): no example is skipped or
+  repeated (the stream used to wrap each pipeline's epoch on its own, which misaligned
+  the pipelines when n did not divide V).
 
 Every function here is TensorFlow ops (usable inside tf.data functions).
 """
@@ -45,10 +49,11 @@ def example_video(example, num_videos: int, num_pipelines: int, pipeline_id: int
     """
     import tensorflow as tf
 
-    per_epoch = examples_per_epoch(num_videos, num_pipelines, pipeline_id)
+    examples_per_epoch(num_videos, num_pipelines, pipeline_id)  # checks the arguments
     example = tf.cast(example, tf.int64)
-    epoch = example // per_epoch
-    position = pipeline_id + num_pipelines * (example % per_epoch)
+    stream_example = pipeline_id + num_pipelines * example  # g
+    epoch = stream_example // num_videos
+    position = stream_example % num_videos
     if seed is None:
         return position, tf.constant(0, tf.int64)
     shuffle_seed = tf.stack([tf.constant(seed, tf.int64), epoch])  # a permutation per epoch
