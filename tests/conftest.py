@@ -39,14 +39,22 @@ SYNTHETIC_SET_FIXTURES = frozenset(
 """The session fixtures that train on the default synthetic set (minutes each)."""
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups from the markers
 def pytest_collection_modifyitems(config, items):
     """The suite runs on two pytest-xdist workers (`-n 2` in pyproject.toml), each with its
     own session fixtures: every test that uses a synthetic-set training goes to one worker
     (`--dist loadgroup`), so each of those trainings runs once per suite, not once per
-    worker."""
-    for item in items:
-        if SYNTHETIC_SET_FIXTURES.intersection(getattr(item, "fixturenames", ())):
-            item.add_marker(pytest.mark.xdist_group("synthetic-set"))
+    worker; those tests come first, so that their worker starts the longest chain at once
+    while the other takes the rest."""
+    grouped = [
+        item
+        for item in items
+        if SYNTHETIC_SET_FIXTURES.intersection(getattr(item, "fixturenames", ()))
+    ]
+    for item in grouped:
+        item.add_marker(pytest.mark.xdist_group("synthetic-set"))
+    chosen = set(grouped)
+    items[:] = grouped + [item for item in items if item not in chosen]
 
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
