@@ -56,6 +56,13 @@ from actrec_cli.options import checkpoint_option, parse_fusion_weights, score_av
     help="The prepared data the run(s) trained on, if it has moved (its preparation "
     "settings are recorded for `actrec predict`).",
 )
+@click.option(
+    "--streaming",
+    is_flag=True,
+    help="Export an online TSM (model.shift_direction=online) as a frame-by-frame SavedModel: "
+    "one frame and the shift state in, the prediction and the new state out "
+    "(`actrec predict SOURCE --model OUT --stream`).",
+)
 @click.option("--overwrite", is_flag=True, help="Replace an earlier export in --out.")
 @checkpoint_option
 def export(
@@ -68,6 +75,7 @@ def export(
     model_format,
     data_dir,
     overwrite,
+    streaming,
     checkpoint,
 ):
     """Export RUN_DIR (a finished `actrec train` --workdir) as a TensorFlow SavedModel that
@@ -88,8 +96,11 @@ def export(
         data_dir=data_dir,
         progress=progress_for("steps"),
         checkpoint=checkpoint,
+        streaming=streaming,
     )
     kind = "two-stream" if len(summary.modalities) == 2 else summary.modalities[0]
+    if streaming:
+        kind = "streaming online TSM"
     console().print(
         f"exported {kind} model ({len(summary.classes)} classes, {summary.model_format}) to "
         f"{summary.out_dir} in {summary.seconds:.0f} s; reloaded model matches within "

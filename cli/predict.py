@@ -11,6 +11,8 @@ from actrec_cli.console import console, error_console, import_tensorflow_quietly
 from rich.table import Table
 from rich.text import Text
 
+from actrec.export.timeline import DEFAULT_WINDOW_SECONDS
+
 
 def _table(prediction) -> Table:
     table = Table()
@@ -49,12 +51,88 @@ def _quiet_opencv() -> None:
     is_flag=True,
     help="Print one JSON list of {video, top_k: [{class, probability}], error} on stdout.",
 )
-def predict(videos, model_dir, top_k, as_json):
+@click.option(
+    "--timeline",
+    is_flag=True,
+    help="Classify sliding windows of each VIDEO (long recordings): one row per window with "
+    "its start and end in seconds. Frames are read as a stream: memory does not grow with "
+    "the video's length.",
+)
+@click.option(
+    "--window",
+    type=float,
+    default=DEFAULT_WINDOW_SECONDS,
+    show_default=True,
+    help="With --timeline: seconds per window (sampled and cropped as the `centre` "
+    "evaluation samples a clip; about your training clips' length works best).",
+)
+@click.option(
+    "--stride",
+    type=float,
+    default=None,
+    help="With --timeline: seconds between window starts.  [default: half the window]",
+)
+@click.option(
+    "--csv",
+    "csv_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="With --timeline: also write the rows to this CSV file (video, start, end, "
+    "class_1, probability_1, ...).",
+)
+@click.option(
+    "--stream",
+    is_flag=True,
+    help="Run a streaming export (`actrec export RUN --streaming`, an online TSM) frame by "
+    "frame on VIDEO: a file, a camera index (0) or a stream URL (whatever OpenCV opens), "
+    "printing the running top-1 after each frame (--json: one JSON line per frame).",
+)
+@click.option(
+    "--every",
+    type=click.IntRange(min=1),
+    default=None,
+    help="With --stream: feed every n-th frame.  [default: the training videos' frames per "
+    "segment, from the export]",
+)
+@click.option(
+    "--smooth",
+    type=click.IntRange(min=1),
+    default=None,
+    help="With --stream: frames whose logits the running prediction averages.  [default: "
+    "the model's segments]",
+)
+def predict(
+    videos, model_dir, top_k, as_json, timeline, window, stride, csv_path, stream, every, smooth
+):
     """Predict the action in each VIDEO: decoded, sampled and (for flow models) given optical
     flow the way the model's training data was prepared. A video that cannot be read is
-    reported and skipped; the exit code is 1 if any was."""
+    reported and skipped; the exit code is 1 if any was.
+
+    With --timeline, predict each window of a long video instead (see --window, --stride).
+    """
+    if not timeline:
+        for name, value in (("--csv", csv_path), ("--stride", stride)):
+            if value is not None:
+                raise click.UsageError(f"{name} needs --timeline")
+    if not stream:
+        for name, value in (("--every", every), ("--smooth", smooth)):
+            if value is not None:
+                raise click.UsageError(f"{name} needs --stream")
+    elif timeline:
+        raise click.UsageError("--stream and --timeline are two modes: choose one")
+    elif len(videos) != 1:
+        raise click.UsageError("--stream takes one source (a file, camera index or URL)")
     import_tensorflow_quietly()
     _quiet_opencv()
+    if stream:
+        from actrec_cli.predict_stream import run_stream
+
+        run_stream(str(videos[0]), model_dir, top_k, as_json, every, smooth)
+        return
+    if timeline:
+        from actrec_cli.predict_timeline import run_timeline
+
+        run_timeline(videos, model_dir, top_k, as_json, window, stride, csv_path)
+        return
     from actrec.export.predict import predict_videos
 
     predictions = predict_videos(videos, model_dir, top_k, progress=progress_for("videos"))

@@ -34,7 +34,13 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
 
 
 SYNTHETIC_SET_FIXTURES = frozenset(
-    {"synthetic_prepared", "synthetic_flow_run", "synthetic_rgb_run", "synthetic_tsm_run"}
+    {
+        "synthetic_prepared",
+        "synthetic_flow_run",
+        "synthetic_rgb_run",
+        "synthetic_tsm_run",
+        "synthetic_quickstart_export",
+    }
 )
 """The session fixtures that train on the default synthetic set (minutes each)."""
 
@@ -245,6 +251,17 @@ def synthetic_tsm_run(synthetic_prepared, tmp_path_factory):
     return _trained_synthetic_run(
         "synthetic-tsm", synthetic_prepared, tmp_path_factory.mktemp("runs")
     )
+
+
+@pytest.fixture(scope="session")
+def synthetic_quickstart_export(synthetic_tsm_run, synthetic_flow_run, tmp_path_factory):
+    """The quickstart's export: the two-stream SavedModel of the synthetic RGB TSM and
+    flow TSN runs."""
+    from actrec.export.writer import export_runs
+
+    folder = tmp_path_factory.mktemp("quickstart-export") / "export"
+    export_runs([synthetic_tsm_run[1], synthetic_flow_run[1]], folder)
+    return folder
 
 
 # --- tiny trained runs for export and predict tests (seconds, not minutes) -----------------

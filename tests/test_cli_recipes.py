@@ -16,7 +16,7 @@ def test_recipes_lists_every_builtin(cli_runner):
     result = cli_runner("recipes")
     assert result.exit_code == 0, result.output
     names = builtin_recipe_names()
-    assert len(names) == 15
+    assert len(names) == 16
     for name in names:
         assert name in result.output
     assert "kavg K=4" in result.output

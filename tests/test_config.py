@@ -39,6 +39,7 @@ EXPECTED_RECIPES = {
     "two-stream-kavg-adaptive-flow-ucf101",
     "synthetic-rgb",
     "synthetic-tsm",
+    "synthetic-tsm-online",
     "synthetic-flow",
 }
 UCF101_SPLIT1_TRAIN_VIDEOS = 9537

@@ -204,7 +204,7 @@ def test_saved_models_reload_with_identical_outputs(tmp_path, resnet_pair):
         modality="flow",
         new_length=2,
         shift_placement="block",
-        shift_online=True,
+        shift_direction="online",
         num_segments=4,
     )
     for model, channels in ((tsm, 3), (flow, 4)):

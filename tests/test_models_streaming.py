@@ -29,7 +29,7 @@ def online_tsm():
         "resnet50",
         6,
         architecture="tsm",
-        shift_online=True,
+        shift_direction="online",
         num_segments=SEGMENTS,
         input_size=SIZE,
         weights=None,
@@ -71,5 +71,32 @@ def test_only_online_tsm_streams():
     model = build_segment_model(
         "mobilenet_v2", 3, architecture="tsm", num_segments=2, input_size=SIZE, weights=None
     )
-    with pytest.raises(ConfigError, match="shift_online=True"):
+    with pytest.raises(ConfigError, match=r"model\.shift_direction=online"):
         build_streaming_model(model)
+
+
+def test_stateless_steps_equal_the_clip_model_and_start_from_zero_states(online_tsm):
+    """The export's step: the state goes in and out as tensors, any batch size."""
+    from actrec.models.streaming import streaming_state_shapes, streaming_step
+
+    frames = np.random.default_rng(2).uniform(0, 255, (3, SEGMENTS, SIZE, SIZE, 3))
+    frames = frames.astype("float32")
+    expected = per_segment_logits(online_tsm, frames)  # [B, T, K]
+    shapes = streaming_state_shapes(online_tsm)
+    assert len(shapes) == 16  # ResNet-50: a shift in every block's residual branch
+    # conv2_x (the first stage): 64-channel branch input at 1/4 of the frame side
+    assert next(iter(shapes.values())) == (SIZE // 4, SIZE // 4, 64 // 8)
+    step = streaming_step(online_tsm)
+    states = {name: np.zeros((3, *shape), "float32") for name, shape in shapes.items()}
+    for t in range(SEGMENTS):
+        logits, states = step(frames[:, t], states)
+        assert set(states) == set(shapes)
+        np.testing.assert_allclose(
+            keras.ops.convert_to_numpy(logits), expected[:, t], rtol=1e-4, atol=1e-4
+        )
+    with pytest.raises(ConfigError, match=r"model\.shift_direction=online"):
+        streaming_step(
+            build_segment_model(
+                "mobilenet_v2", 3, architecture="tsm", num_segments=2, input_size=SIZE, weights=None
+            )
+        )

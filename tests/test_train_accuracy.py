@@ -28,9 +28,12 @@ pytestmark = pytest.mark.slow
 # (format 2): 7.1 % and 10.7 % test top-1 (seeds 0 and 1); format 1, whose single frames told
 # the kind of motion, gave 14.3 % and 33.9 %.
 TSN_BOUND = 0.3
-# The flow TSN's target under K-step averaging (measured 92.9-94.6 %; allreduce's test
-# asserts 0.9).
-KAVG_TARGET = 0.85
+# The flow TSN's target on two workers under K-step averaging, from the spread of both sync
+# modes (docs/benchmarks.md, K-AVG; seeds 0-2): kavg K=4 94.6 / 92.9 / 94.6 % with AVX-512
+# kernels and 78.6 / 89.3 / 87.5 % with ONEDNN_MAX_CPU_ISA=AVX2 (a CPU without AVX-512);
+# allreduce 94.6 / 87.5 / 91.1 % and 80.4 / 89.3 / 89.3 %. Seed 0 is the low one of both
+# modes under AVX2 kernels: the lowest run measured (78.6 %) less two test videos.
+KAVG_TARGET = 0.75
 
 
 @pytest.fixture
@@ -90,9 +93,9 @@ def test_kavg_on_two_workers_reaches_the_target_with_four_times_fewer_all_reduce
     prepared, tmp_path, flow_run
 ):
     """K-step averaging (K = 4) all-reduces once per 4 steps where allreduce does every step,
-    in the recipe's 10 epochs, Adam's moments per worker (the default): measured 94.6 %,
-    92.9 %, 94.6 % test top-1 (seeds 0-2; allreduce 94.6, 87.5, 91.1; docs/benchmarks.md).
-    The target is KAVG_TARGET."""
+    in the recipe's 10 epochs, Adam's moments per worker (the default), and learns the flow
+    as all-reduce does: the target is KAVG_TARGET (chance 12.5 %), set from both modes'
+    measured spread on both kinds of CPU kernels."""
     run_dir = tmp_path / "kavg"
     command = train_command(
         "synthetic-flow", prepared, run_dir, ["train.sync=kavg", "train.kavg_steps=4"]

@@ -19,6 +19,7 @@ Architecture = Literal["tsn", "tsm"]
 Backbone = Literal[tuple(BACKBONES)]  # type: ignore[valid-type]
 """A name of the backbone registry (actrec.config.backbones), in registry order."""
 ShiftPlacement = Literal["blockres", "block"]
+ShiftDirection = Literal["bidirectional", "online"]
 LrCoupling = Literal["constant", "linear", "sqrt"]
 Decay = Literal["step", "cosine", "none"]
 Optimizer = Literal["sgd", "adam"]
@@ -36,6 +37,7 @@ BACKBONE_NAMES: tuple[str, ...] = get_args(Backbone)
 SHIFTABLE_BACKBONES: tuple[str, ...] = tuple(shiftable_backbone_names())
 """Backbones TSM can insert temporal shifts into (those with a registry shift_family)."""
 SHIFT_PLACEMENTS: tuple[str, ...] = get_args(ShiftPlacement)
+SHIFT_DIRECTIONS: tuple[str, ...] = get_args(ShiftDirection)
 LR_COUPLINGS: tuple[str, ...] = get_args(LrCoupling)
 DECAYS: tuple[str, ...] = get_args(Decay)
 OPTIMIZERS: tuple[str, ...] = get_args(Optimizer)

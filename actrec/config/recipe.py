@@ -30,6 +30,7 @@ from actrec.config.choices import (
     Modality,
     Optimizer,
     Sampling,
+    ShiftDirection,
     ShiftPlacement,
     Strategy,
     Sync,
@@ -121,6 +122,9 @@ class ModelConfig:
     partial_bn: freeze every BatchNorm but the first (TSN); None: True for TSN, False for TSM.
     shift_fraction: fraction of the channels shifted each way (TSM: 1/8).
     shift_placement: "blockres" (in the residual branch) or "block" (on the block input).
+    shift_direction: "bidirectional" (TSM: 1/8 of the channels from the next segment, 1/8
+        from the previous one) or "online" (1/8 from the previous segment only: the online
+        TSM, which `actrec export --streaming` runs one frame at a time).
     input_size: the model's frame side; None: data.crop_size (the only value that fits).
     batch_norm_momentum: momentum of every BatchNorm's moving statistics; None keeps the
         backbone's own (0.99, MobileNetV2 0.999: right for fine-tuning ImageNet weights, too
@@ -141,6 +145,7 @@ class ModelConfig:
         0.125, lambda fraction: 0 < fraction <= 0.5, "use a fraction in (0, 0.5] (TSM: 0.125)"
     )
     shift_placement: ShiftPlacement = "blockres"
+    shift_direction: ShiftDirection = "bidirectional"
     input_size: int | None = None
     batch_norm_momentum: float | None = checked(
         None,

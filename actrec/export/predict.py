@@ -78,6 +78,12 @@ class ExportedModel:
                 "clips; `actrec predict` needs the default SavedModel export: run `actrec "
                 "export RUN --out NEW_FOLDER`"
             )
+        if self.metadata.get("streaming"):
+            raise ConfigError(
+                f"{self.model_dir} is a streaming export (an online TSM, one frame at a time): "
+                "run it with `actrec predict SOURCE --model FOLDER --stream`, or export the "
+                "run again without --streaming for whole videos"
+            )
         self.classes = tuple(self.metadata["classes"])
         self.input_names = tuple(self.metadata["inputs"])  # "frames" and / or "flow"
         preparation = self.metadata.get("preparation", {})
@@ -156,12 +162,15 @@ class ExportedModel:
             return VideoPrediction(str(path), error=error.detail)
         except tf.errors.InvalidArgumentError as error:
             return VideoPrediction(str(path), error=f"the model rejected it: {error.message}")
-        order = np.argsort(-probabilities, kind="stable")[: min(top_k, len(self.classes))]
         return VideoPrediction(
-            str(path),
-            tuple((self.classes[index], float(probabilities[index])) for index in order),
-            probabilities=probabilities,
+            str(path), self.top_k(probabilities, top_k), probabilities=probabilities
         )
+
+    def top_k(self, probabilities: np.ndarray, k: int) -> tuple[tuple[str, float], ...]:
+        """The k most probable (class, probability) pairs of probabilities [K], most
+        probable first (ties in class order)."""
+        order = np.argsort(-probabilities, kind="stable")[: min(k, len(self.classes))]
+        return tuple((self.classes[index], float(probabilities[index])) for index in order)
 
 
 def predict_videos(

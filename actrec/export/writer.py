@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from actrec.atomic import fsync_directory, fsync_file, write_json_atomic, write_text_atomic
-from actrec.errors import ActrecError
+from actrec.errors import ActrecError, ConfigError
 from actrec.export.checks import check_out_dir, checked_options, export_preparation, ordered_runs
 from actrec.export.metadata import (
     CLASSES_FILE,
@@ -108,6 +108,7 @@ def export_runs(
     data_dir: Path | str | None = None,
     progress: Progress | None = None,
     checkpoint: str = "final",
+    streaming: bool = False,
 ) -> ExportSummary:
     """Export one run, or an RGB and a flow run fused, into `out_dir`.
 
@@ -119,6 +120,8 @@ def export_runs(
     data_dir: the prepared folder the runs trained on, when it has moved since (its
         preparation settings are recorded for `actrec predict`).
     checkpoint: "final" (final.weights.h5) or "best" (best.weights.h5) of every run.
+    streaming: export one online TSM run as a one-frame-in, state-in-and-out SavedModel
+        (actrec.export.streaming_export) instead of the clip model.
     Raises ConfigError / DatasetError for unusable runs, OutputError for an unusable
     out_dir, ActrecError when the reloaded export does not reproduce the model; nothing is
     left at out_dir then.
@@ -135,6 +138,12 @@ def export_runs(
     out_dir = Path(out_dir)
     check_out_dir(out_dir, overwrite)
     runs = ordered_runs([load_trained_run(path, checkpoint) for path in run_dirs])
+    if streaming:
+        from actrec.export.streaming_export import check_streamable
+
+        check_streamable(runs)
+        if model_format != "savedmodel":
+            raise ConfigError(f"--streaming writes a SavedModel, not --format {model_format}")
     preparation = export_preparation(runs, None if data_dir is None else Path(data_dir))
     streams = [ExportedStream(run, clip_spec(run.recipe, training=False)) for run in runs]
     classes = runs[0].classes
@@ -147,7 +156,16 @@ def export_runs(
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
     try:
-        if model_format == "savedmodel":
+        streaming_entries = {}
+        if streaming:
+            from actrec.export.streaming_export import (
+                streaming_metadata,
+                write_streaming_savedmodel,
+            )
+
+            difference, state_shapes = write_streaming_savedmodel(streams[0], models[0], staging)
+            streaming_entries = streaming_metadata(streams[0], state_shapes, runs[0])
+        elif model_format == "savedmodel":
             difference = write_savedmodel(
                 streams, models, classes, k, weights, staging, fusion_average
             )
@@ -163,6 +181,7 @@ def export_runs(
         metadata = export_metadata(
             streams, classes, model_format, k, weights, preparation, fusion_average
         )
+        metadata.update(streaming_entries)
         _write_beside(staging, out_dir.name, streams, metadata)
         _commit(staging, out_dir)
         progress.advance()

@@ -22,7 +22,7 @@ import keras
 from keras import ops
 
 from actrec.config.backbones import backbone_spec
-from actrec.config.choices import ARCHITECTURES, MODALITIES
+from actrec.config.choices import ARCHITECTURES, MODALITIES, SHIFT_DIRECTIONS
 from actrec.errors import ConfigError
 from actrec.models.backbones import build_backbone
 from actrec.models.preprocessing import FramePreprocessing
@@ -106,13 +106,18 @@ def build_segment_backbone(
     num_segments: int = 8,
     shift_fraction: float = DEFAULT_FOLD_FRACTION,
     shift_placement: str = "blockres",
-    shift_online: bool = False,
+    shift_direction: str = "bidirectional",
 ) -> keras.Model:
     """Returns the randomly initialised backbone of a segment model: [N*T, H, W, C] ->
     [N*T, F], with TemporalShift layers when `architecture` is "tsm"."""
     if architecture not in ARCHITECTURES:
         raise ConfigError(
             f"unknown architecture {architecture!r}; choose one of: {', '.join(ARCHITECTURES)}"
+        )
+    if shift_direction not in SHIFT_DIRECTIONS:
+        raise ConfigError(
+            f"unknown shift direction {shift_direction!r}; choose one of: "
+            f"{', '.join(SHIFT_DIRECTIONS)}"
         )
     network = build_backbone(backbone, input_shape)
     if architecture == "tsm":
@@ -122,7 +127,7 @@ def build_segment_backbone(
             num_segments,
             fold_fraction=shift_fraction,
             placement=shift_placement,
-            online=shift_online,
+            online=shift_direction == "online",
         )
     return network
 
@@ -161,7 +166,7 @@ def build_segment_model(
     partial_bn: bool | None = None,
     shift_fraction: float = DEFAULT_FOLD_FRACTION,
     shift_placement: str = "blockres",
-    shift_online: bool = False,
+    shift_direction: str = "bidirectional",
     weights: str | Path | None = "imagenet",
     allow_download: bool = False,
     include_preprocessing: bool = True,
@@ -176,8 +181,8 @@ def build_segment_model(
     modality: "rgb" (C = 3) or "flow" (C = 2 * new_length; new_length defaults to 5).
     input_size: frame side in pixels (default: the backbone's own).
     partial_bn: freeze every BatchNorm but the first; default True for TSN, False for TSM.
-    shift_fraction / shift_placement / shift_online: TSM's fold fraction (1/8), "blockres"
-    or "block", and the one-directional variant for streaming.
+    shift_fraction / shift_placement / shift_direction: TSM's fold fraction (1/8),
+    "blockres" or "block", and "bidirectional" or "online" (one-directional, for streaming).
     weights: "imagenet", a no-top weight file, or None / "none" (random; see
     `initialise_backbone`).
     include_preprocessing: inputs in [0, 255] (RGB, or flow with 128 = no motion) are
@@ -216,7 +221,7 @@ def build_segment_model(
         num_segments,
         shift_fraction,
         shift_placement,
-        shift_online,
+        shift_direction,
     )
     initialise_backbone(network, backbone, None if weights == "none" else weights, allow_download)
     if partial_bn:

@@ -64,15 +64,10 @@ class StreamingTemporalShift(keras.layers.Layer):
 def build_streaming_model(model: keras.Model, batch_size: int = 1) -> keras.Model:
     """Returns a model frames [B, H, W, C] -> per-frame logits [B, K] that shares every
     weight of `model`, an online TSM from build_segment_model(..., architecture="tsm",
-    shift_online=True), and keeps each shift's previous frame in state. Call
+    shift_direction="online"), and keeps each shift's previous frame in state. Call
     `reset_streaming_state` before each video."""
+    _online_shifts(model)
     backbone = segment_backbone(model)
-    shifts = [layer for layer in backbone.layers if isinstance(layer, TemporalShift)]
-    if not shifts or not all(layer.online for layer in shifts):
-        raise ConfigError(
-            f"model {model.name!r} is not an online TSM; build it with architecture='tsm' "
-            "and shift_online=True to stream it frame by frame"
-        )
 
     def streaming_layer(layer):
         if isinstance(layer, TemporalShift):
@@ -97,3 +92,94 @@ def reset_streaming_state(model: keras.Model) -> None:
             layer.reset_state()
         elif isinstance(layer, keras.Model):
             reset_streaming_state(layer)
+
+
+# --- the stateless step: the state in and out as tensors (what an export serves) ------------
+
+
+class ShiftStates:
+    """The shift states of one streaming step: `incoming` (shift name -> previous fold,
+    [B, h, w, fold]) read by the ExchangedTemporalShift layers, `outgoing` written by them."""
+
+    def __init__(self):
+        self.incoming: dict = {}
+        self.outgoing: dict = {}
+
+
+class ExchangedTemporalShift(keras.layers.Layer):
+    """Online shift of one frame whose state is passed in and out through a ShiftStates:
+    [B, H, W, C] -> [B, H, W, C], out[..., :fold] = states.incoming[name] and
+    states.outgoing[name] = x[..., :fold]. Only for `streaming_step`; it has no config and
+    is not saved."""
+
+    def __init__(self, fold_fraction: float, states: ShiftStates, **kwargs):
+        super().__init__(**kwargs)
+        self.fold_fraction = float(fold_fraction)
+        self.states = states
+
+    def call(self, inputs):
+        fold = int(inputs.shape[-1] * self.fold_fraction)
+        if fold == 0:
+            return inputs
+        previous = ops.cast(self.states.incoming[self.name], inputs.dtype)  # [B, H, W, fold]
+        self.states.outgoing[self.name] = inputs[..., :fold]
+        return ops.concatenate([previous, inputs[..., fold:]], axis=-1)
+
+    def compute_output_shape(self, input_shape):
+        # Declared, so that building the functional graph never runs `call` (no states yet).
+        return input_shape
+
+
+def streaming_state_shapes(model: keras.Model) -> dict[str, tuple[int, int, int]]:
+    """The state of each shift of an online TSM, in graph order: shift name -> its
+    previous-frame fold's shape [h, w, fold] (per frame; a batch adds a leading axis)."""
+    shifts = _online_shifts(model)
+    shapes = {}
+    for layer in shifts:
+        height, width, channels = layer.input.shape[1:]
+        shapes[layer.name] = (int(height), int(width), layer.fold(int(channels)))
+    return {name: shape for name, shape in shapes.items() if shape[-1] > 0}
+
+
+def _online_shifts(model: keras.Model) -> list[TemporalShift]:
+    backbone = segment_backbone(model)
+    shifts = [layer for layer in backbone.layers if isinstance(layer, TemporalShift)]
+    if not shifts or not all(layer.online for layer in shifts):
+        raise ConfigError(
+            f"model {model.name!r} is not an online TSM; train it with model.architecture=tsm "
+            "and model.shift_direction=online (e.g. the synthetic-tsm-online recipe) to "
+            "stream it frame by frame"
+        )
+    return shifts
+
+
+def streaming_step(model: keras.Model):
+    """A stateless function (frames [B, H, W, C] in the stored 0-255 scale, states: shift
+    name -> [B, h, w, fold]) -> (logits [B, K], new states by name) that shares every
+    weight of the online TSM `model`; zero states start a video (streaming_state_shapes
+    gives their shapes). Step t's logits equal the clip model's segment t logits when the
+    frames are the clip's segments in order."""
+    _online_shifts(model)
+    states = ShiftStates()
+    backbone = segment_backbone(model)
+
+    def exchanged_layer(layer):
+        if isinstance(layer, TemporalShift):
+            return ExchangedTemporalShift(layer.fold_fraction, states, name=layer.name)
+        return layer  # shared: the trained weights themselves
+
+    streaming_backbone = keras.models.clone_model(backbone, clone_function=exchanged_layer)
+    preprocessing = (
+        model.get_layer("preprocessing")
+        if "preprocessing" in [layer.name for layer in model.layers]
+        else None
+    )
+    classifier = model.get_layer("classifier")
+
+    def step(frames, incoming: dict):
+        states.incoming, states.outgoing = dict(incoming), {}
+        x = frames if preprocessing is None else preprocessing(frames)
+        logits = classifier(streaming_backbone(x, training=False))  # [B, K]
+        return logits, dict(states.outgoing)
+
+    return step

@@ -11,6 +11,7 @@ This runs inside the preparation worker processes and must stay TensorFlow-free.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import cv2
@@ -45,6 +46,48 @@ def jpeg_bytes(image: np.ndarray, quality: int) -> bytes:
     return encoded.tobytes()
 
 
+@dataclass(frozen=True)
+class FrameJpegs:
+    """One frame's JPEGs: `rgb` (None when not asked for), and `flow_x`, `flow_y` of the flow
+    from the previous frame to this one (None for the first frame, or without flow)."""
+
+    rgb: bytes | None
+    flow_x: bytes | None
+    flow_y: bytes | None
+    height: int
+    width: int
+
+
+def iter_frame_jpegs(
+    path: os.PathLike | str,
+    frame_size: FrameSize,
+    fps: float | None,
+    estimate_flow: FlowEstimator | None,
+    jpeg_quality: int,
+    with_rgb: bool = True,
+) -> Iterator[FrameJpegs]:
+    """The JPEGs of the video at `path`, one frame at a time (what its record stores, in
+    order), with flow from `estimate_flow` (None: RGB only). Holds one frame and the
+    previous frame's grey image, whatever the video's length.
+
+    Raises what iter_video_frames raises (VideoReadError for an unusable file); a corrupt
+    file can also make the decoder fail in other ways.
+    """
+    previous_grey = None
+    for frame in iter_video_frames(path, frame_size, fps, channel_order="bgr"):  # [H, W, 3]
+        rgb = jpeg_bytes(frame, jpeg_quality) if with_rgb else None
+        flow_x = flow_y = None
+        if estimate_flow is not None:
+            current_grey = cv2.cvtColor(frame, cv2.COLOR_BGR2GRAY)  # [H, W]
+            if previous_grey is not None:
+                flow = estimate_flow(previous_grey, current_grey)  # float32 [H, W, 2]
+                x_plane, y_plane = quantize_flow_planes(flow, overwrite=True)  # uint8 [H, W]
+                flow_x = jpeg_bytes(x_plane, jpeg_quality)
+                flow_y = jpeg_bytes(y_plane, jpeg_quality)
+            previous_grey = current_grey
+        yield FrameJpegs(rgb, flow_x, flow_y, *frame.shape[:2])
+
+
 def encode_video_jpegs(
     path: os.PathLike | str,
     frame_size: FrameSize,
@@ -59,17 +102,10 @@ def encode_video_jpegs(
     file can also make the decoder fail in other ways.
     """
     jpegs = VideoJpegs()
-    previous_grey = None
-    for frame in iter_video_frames(path, frame_size, fps, channel_order="bgr"):  # [H, W, 3]
-        jpegs.height, jpegs.width = frame.shape[:2]
-        jpegs.rgb.append(jpeg_bytes(frame, jpeg_quality))
-        if estimate_flow is None:
-            continue
-        current_grey = cv2.cvtColor(frame, cv2.COLOR_BGR2GRAY)  # [H, W]
-        if previous_grey is not None:
-            flow = estimate_flow(previous_grey, current_grey)  # float32 [H, W, 2]
-            flow_x, flow_y = quantize_flow_planes(flow, overwrite=True)  # uint8 [H, W] each
-            jpegs.flow_x.append(jpeg_bytes(flow_x, jpeg_quality))
-            jpegs.flow_y.append(jpeg_bytes(flow_y, jpeg_quality))
-        previous_grey = current_grey
+    for frame in iter_frame_jpegs(path, frame_size, fps, estimate_flow, jpeg_quality):
+        jpegs.height, jpegs.width = frame.height, frame.width
+        jpegs.rgb.append(frame.rgb)
+        if frame.flow_x is not None:
+            jpegs.flow_x.append(frame.flow_x)
+            jpegs.flow_y.append(frame.flow_y)
     return jpegs

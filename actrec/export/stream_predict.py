@@ -1,0 +1,177 @@
+"""`actrec predict SOURCE --stream`: a streaming export (an online TSM) run frame by frame on a
+video file, a camera or a stream URL, with a running prediction.
+
+    SOURCE (file: decoded and resampled as `actrec prepare` does; camera index or URL:
+            whatever cv2.VideoCapture opens, frames as they come)
+      -> every `every`-th frame: resized to the prepared frame size, JPEG round trip at the
+         prepared quality (what the training records hold)
+      -> the export's step (frame + shift state -> logits + new state)
+      -> the running prediction: softmax of the mean logits of the last `smooth` steps
+         (num_segments steps: the clip model's average consensus)
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from actrec.errors import ConfigError
+from actrec.export.metadata import SIGNATURE_NAME, read_export_metadata
+
+
+@dataclass(frozen=True)
+class StreamStep:
+    """One streamed frame: its index in the source, its time in seconds (None when the
+    source declares no rate), the running top-k and this frame's own top-k."""
+
+    frame: int
+    time: float | None
+    top_k: tuple[tuple[str, float], ...]
+    frame_top_k: tuple[tuple[str, float], ...]
+
+    def to_dict(self) -> dict:
+        def pairs(top):
+            return [{"class": name, "probability": round(value, 6)} for name, value in top]
+
+        return {
+            "frame": self.frame,
+            "time": None if self.time is None else round(self.time, 3),
+            "top_k": pairs(self.top_k),
+            "frame_top_k": pairs(self.frame_top_k),
+        }
+
+
+def _softmax(logits: np.ndarray) -> np.ndarray:
+    shifted = np.exp(logits - logits.max())
+    return shifted / shifted.sum()
+
+
+class StreamingModel:
+    """A streaming export folder, loaded: one frame at a time, the shift state kept here."""
+
+    def __init__(self, model_dir: Path | str):
+        import tensorflow as tf
+
+        self.model_dir = Path(model_dir)
+        self.metadata = read_export_metadata(self.model_dir)
+        self.streaming = self.metadata.get("streaming")
+        if not self.streaming:
+            raise ConfigError(
+                f"{self.model_dir} is a clip export, which --stream cannot run frame by frame: "
+                "train an online TSM (model.shift_direction=online, e.g. the "
+                "synthetic-tsm-online recipe) and export it with `actrec export RUN --out "
+                "FOLDER --streaming`"
+            )
+        self.classes = tuple(self.metadata["classes"])
+        self._signature = tf.saved_model.load(str(self.model_dir)).signatures[SIGNATURE_NAME]
+        self._states = [state["input"] for state in self.streaming["states"]]
+        self._shapes = [tuple(state["shape"][1:]) for state in self.streaming["states"]]
+        preparation = self.metadata.get("preparation", {})
+        self.frame_size = str(preparation.get("frame_size", "original"))
+        self.fps = preparation.get("fps")
+        self.jpeg_quality = int(preparation.get("jpeg_quality", 90))
+        self.reset()
+
+    def reset(self) -> None:
+        """Zero states: the next frame starts a new stream."""
+        self.state = {
+            name: np.zeros((1, *shape), np.float32)
+            for name, shape in zip(self._states, self._shapes, strict=True)
+        }
+
+    def step(self, frame: np.ndarray) -> np.ndarray:
+        """Logits [K] of one prepared RGB frame uint8 [H, W, 3]; the state moves on."""
+        import tensorflow as tf
+
+        outputs = self._signature(
+            frame=tf.constant(frame[None]), **{k: tf.constant(v) for k, v in self.state.items()}
+        )
+        self.state = {name: outputs[name].numpy() for name in self._states}
+        return outputs["logits"].numpy()[0]
+
+    def top_k(self, probabilities: np.ndarray, k: int) -> tuple[tuple[str, float], ...]:
+        order = np.argsort(-probabilities, kind="stable")[: min(k, len(self.classes))]
+        return tuple((self.classes[index], float(probabilities[index])) for index in order)
+
+
+def _camera_index(source: str) -> int | None:
+    return int(source) if source.isdigit() else None
+
+
+def source_frames(source: str, frame_size: str, fps: float | None) -> tuple[Iterator, float]:
+    """(BGR uint8 frames [H, W, 3] at the prepared size, their rate (0 when unknown)) of a
+    video file (resampled to `fps` as prepare does), a camera index or a stream URL.
+    ConfigError when the source cannot be opened."""
+    import cv2
+
+    from actrec.data.format.video import FrameSize, iter_video_frames, probe_video, resize_frame
+
+    size = FrameSize.parse(frame_size)
+    camera = _camera_index(source)
+    if camera is None and "://" not in source:  # a file
+        path = Path(source)
+        if not path.is_file():
+            raise ConfigError(
+                f"{source}: no such file; give a video file, a camera index (0) or a URL"
+            )
+        rate = fps or probe_video(path).fps
+        return iter_video_frames(path, size, fps, channel_order="bgr"), rate
+    capture = cv2.VideoCapture(camera if camera is not None else source)
+    if not capture.isOpened():
+        what = f"camera {camera}" if camera is not None else f"stream {source}"
+        raise ConfigError(
+            f"cannot open {what}: OpenCV's VideoCapture does not open it (check that the "
+            "device exists and is free, or that the URL plays, e.g. in ffplay)"
+        )
+    rate = float(capture.get(cv2.CAP_PROP_FPS) or 0.0)
+
+    def frames():
+        try:
+            while True:
+                ok, frame = capture.read()
+                if not ok or frame is None:
+                    return
+                yield resize_frame(frame, size)
+        finally:
+            capture.release()
+
+    return frames(), rate
+
+
+def stream_predictions(
+    model: StreamingModel,
+    source: str,
+    every: int | None = None,
+    smooth: int | None = None,
+    top_k: int = 1,
+) -> Iterator[StreamStep]:
+    """The running prediction after each streamed frame of `source` (see the module).
+    every: feed every n-th frame (default: the export's frames_per_step, else 1).
+    smooth: steps averaged (default: the model's num_segments)."""
+    import tensorflow as tf
+
+    from actrec.data.format.frame_encoding import jpeg_bytes
+
+    every = every or model.streaming.get("frames_per_step") or 1
+    smooth = smooth or model.streaming["num_segments"]
+    for name, value in (("--every", every), ("--smooth", smooth)):
+        if value < 1:
+            raise ConfigError(f"{name} {value} is not valid; give a whole number >= 1")
+    frames, rate = source_frames(source, model.frame_size, model.fps)
+    recent = deque(maxlen=smooth)
+    for index, frame in enumerate(frames):
+        if index % every:
+            continue
+        decoded = tf.io.decode_jpeg(jpeg_bytes(frame, model.jpeg_quality), channels=3).numpy()
+        logits = model.step(decoded)
+        recent.append(logits)
+        yield StreamStep(
+            index,
+            index / rate if rate > 0 else None,
+            model.top_k(_softmax(np.mean(recent, axis=0)), top_k),
+            model.top_k(_softmax(logits), top_k),
+        )

@@ -1,0 +1,170 @@
+"""The streaming export of an online TSM (`actrec export RUN --streaming`): one frame in, the
+prediction and the shift state out, as a stateless SavedModel signature.
+
+    frame    uint8 [N, H, W, 3]           one decoded RGB frame of N streams, any size
+    state_00 ... state_NN float32 [N, h, w, fold]   each shift's previous-frame fold (zeros
+                                           start a stream; shapes in actrec.json)
+      -> short side to scale_size, centre crop (the `centre` evaluation's crop)
+      -> the online TSM's backbone and classifier on this frame, each shift taking the fold
+         of the frame before from its state
+      -> logits, probabilities [N, K]; state_00 ... the new states (feed them back)
+
+Fed the T frames the clip model samples from a video, one per call, step t's logits are the
+clip model's segment-t logits; their mean is the clip model's logits (TSN's average
+consensus). The function holds no state, so it is servable, batchable (N streams at once)
+and convertible (TFLite).
+"""
+
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+
+from actrec.errors import ConfigError
+
+FRAME_INPUT = "frame"
+LOGITS = "logits"
+
+
+def state_name(index: int) -> str:
+    """The signature name of the index-th shift's state (in graph order)."""
+    return f"state_{index:02d}"
+
+
+def check_streamable(runs: list) -> None:
+    """ConfigError unless `runs` is one RGB online TSM run."""
+    if len(runs) != 1:
+        raise ConfigError("--streaming exports one run (an online TSM); it cannot fuse two")
+    run = runs[0]
+    model = run.recipe.model
+    if run.modality != "rgb" or model.architecture != "tsm" or model.shift_direction != "online":
+        kind = f"{run.modality} {model.architecture.upper()}"
+        if model.architecture == "tsm":
+            kind += f" with model.shift_direction={model.shift_direction}"
+        raise ConfigError(
+            f"{run.run_dir} is not an online TSM (it is an {kind}): a streaming export runs "
+            "an RGB TSM trained with model.shift_direction=online, e.g. `actrec train "
+            "--recipe synthetic-tsm-online` or `--set model.shift_direction=online` on a TSM "
+            "recipe"
+        )
+
+
+def frames_per_step(run) -> int | None:
+    """Source frames between two streamed frames that matches training: the median
+    training video's frames over num_segments (TSN sampling spreads the segments over the
+    video); None when the prepared data is not there to say."""
+    from actrec.data.format.manifest import read_manifest
+
+    data_dir = run.data_dir
+    if data_dir is None or not Path(data_dir).is_dir():
+        return None
+    try:
+        videos = read_manifest(Path(data_dir))["videos"]
+    except Exception:  # a moved or damaged folder only loses this hint
+        return None
+    frames = [v["frames"] for v in videos if v.get("split") == "train" and v.get("status") == "ok"]
+    if not frames:
+        return None
+    return max(1, round(statistics.median(frames) / run.recipe.data.num_segments))
+
+
+def build_streaming_serving(model, spec, state_shapes: dict):
+    """(serving function, input signature) of the stateless step (see the module)."""
+    import tensorflow as tf
+
+    from actrec.data.input.clips import evaluation_crop
+    from actrec.models.streaming import streaming_step
+
+    step = streaming_step(model)
+    names = list(state_shapes)  # shift layer names, graph order
+
+    def serve(frame, *states):
+        frame = tf.ensure_shape(frame, [None, None, None, 3])
+        crops = evaluation_crop(tf.cast(frame, tf.float32), spec)  # [N, crop, crop, 3]
+        logits, new_states = step(crops, dict(zip(names, states, strict=True)))
+        logits = tf.cast(logits, tf.float32)
+        outputs = {LOGITS: logits, "probabilities": tf.nn.softmax(logits, axis=-1)}
+        for index, name in enumerate(names):
+            outputs[state_name(index)] = tf.cast(new_states[name], tf.float32)
+        return outputs
+
+    signature = [tf.TensorSpec([None, None, None, 3], tf.uint8, name=FRAME_INPUT)]
+    signature += [
+        tf.TensorSpec([None, *shape], tf.float32, name=state_name(index))
+        for index, shape in enumerate(state_shapes.values())
+    ]
+    return serve, signature
+
+
+def write_streaming_savedmodel(stream, model, folder: Path) -> tuple[float, dict]:
+    """Write the streaming SavedModel into `folder`; returns (the reload difference of the
+    logits over 3 probe frames, the state shapes by shift name)."""
+    import numpy as np
+    import tensorflow as tf
+
+    from actrec.export.metadata import SIGNATURE_NAME
+    from actrec.models.streaming import streaming_state_shapes
+
+    state_shapes = streaming_state_shapes(model)
+    serve, signature = build_streaming_serving(model, stream.spec, state_shapes)
+    module = tf.Module(name="actrec_streaming_export")
+    module.model = model  # tracks its variables
+    module.serve = tf.function(serve, input_signature=signature)
+    tf.saved_model.save(module, str(folder), signatures={SIGNATURE_NAME: module.serve})
+
+    loaded = tf.saved_model.load(str(folder)).signatures[SIGNATURE_NAME]
+    rng = np.random.default_rng(0)
+    size = stream.spec.eval_scale_size + 5
+    frames = rng.integers(0, 256, (3, 2, size, size * 4 // 3 + 1, 3), dtype=np.uint8)
+    states = [np.zeros((2, *shape), np.float32) for shape in state_shapes.values()]
+    reloaded_states = list(states)
+    difference = 0.0
+    for frame in frames:  # three steps: the states carry over
+        expected = module.serve(tf.constant(frame), *[tf.constant(s) for s in states])
+        named = {state_name(i): tf.constant(s) for i, s in enumerate(reloaded_states)}
+        reloaded = loaded(frame=tf.constant(frame), **named)
+        difference = max(
+            difference,
+            float(np.max(np.abs(expected[LOGITS].numpy() - reloaded[LOGITS].numpy()))),
+        )
+        states = [expected[state_name(i)].numpy() for i in range(len(states))]
+        reloaded_states = [reloaded[state_name(i)].numpy() for i in range(len(states))]
+    return difference, state_shapes
+
+
+def streaming_metadata(stream, state_shapes: dict, run) -> dict:
+    """actrec.json's "streaming" entry, "inputs" and "outputs" of a streaming export."""
+    spec = stream.spec
+    states = [
+        {"input": state_name(i), "shift": name, "shape": ["N", *shape], "dtype": "float32"}
+        for i, (name, shape) in enumerate(state_shapes.items())
+    ]
+    inputs = {
+        FRAME_INPUT: {
+            "dtype": "uint8",
+            "shape": ["N", "H", "W", 3],
+            "description": "one decoded RGB frame of each of N streams, any resolution "
+            f"(short side resized to {spec.eval_scale_size}, centre {spec.crop_size} crop "
+            "inside the model)",
+        }
+    }
+    for state in states:
+        inputs[state["input"]] = {
+            "dtype": "float32",
+            "shape": state["shape"],
+            "description": f"the previous frame's fold of shift {state['shift']} (zeros to "
+            "start a stream; feed back the output of the same name)",
+        }
+    outputs = {
+        LOGITS: "float32 [N, K]: this frame's logits (the clip model's segment logits; their "
+        "mean over the last num_segments frames is the clip model's)",
+        "probabilities": "float32 [N, K]: softmax of this frame's logits",
+        **{state["input"]: "float32: the new state, for the next frame" for state in states},
+    }
+    entry = {
+        "frame_input": FRAME_INPUT,
+        "states": states,
+        "num_segments": spec.num_segments,
+        "frames_per_step": frames_per_step(run),
+    }
+    return {"streaming": entry, "inputs": inputs, "outputs": outputs}

@@ -1,0 +1,74 @@
+"""`actrec predict --timeline`: what it prints and writes (tables, JSON, CSV)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+from actrec_cli.console import console, error_console, progress_for
+from rich.table import Table
+from rich.text import Text
+
+
+def _table(timeline) -> Table:
+    table = Table()
+    table.add_column("start s", justify="right")
+    table.add_column("end s", justify="right")
+    table.add_column("class")
+    table.add_column("probability", justify="right")
+    table.add_column("next", style="dim")
+    for window in timeline.windows:
+        (name, probability), rest = window.top_k[0], window.top_k[1:]
+        table.add_row(
+            f"{window.start:.2f}",
+            f"{window.end:.2f}",
+            name,
+            f"{probability:.4f}",
+            ", ".join(f"{other} {value:.2f}" for other, value in rest),
+        )
+    return table
+
+
+def run_timeline(videos, model_dir, top_k, as_json, window, stride, csv_path: Path | None):
+    """Prints (and with --csv writes) the timelines of `videos`; exit 1 if any failed."""
+    from actrec.atomic import write_text_atomic
+    from actrec.export.timeline import timeline_csv, video_timelines
+
+    timelines = video_timelines(
+        videos, model_dir, window, stride, top_k, progress=progress_for("windows")
+    )
+    failed = [timeline for timeline in timelines if not timeline.ok]
+    for timeline in timelines:
+        if timeline.error:
+            error_console().print(
+                f"cannot read {timeline.video}: {timeline.error}", markup=False, soft_wrap=True
+            )
+        elif timeline.note:
+            error_console().print(
+                f"{timeline.video}: {timeline.note}", markup=False, soft_wrap=True
+            )
+    if csv_path is not None:
+        write_text_atomic(csv_path, timeline_csv(timelines, top_k))
+        error_console().print(f"wrote {csv_path}", markup=False)
+    if as_json:
+        click.echo(json.dumps([timeline.to_dict() for timeline in timelines], indent=2))
+    else:
+        for timeline in timelines:
+            if timeline.ok:
+                console().print(
+                    Text(
+                        f"{timeline.video}  ({len(timeline.windows)} windows of "
+                        f"{timeline.window_frames / timeline.fps:.2f} s every "
+                        f"{timeline.stride_frames / timeline.fps:.2f} s)",
+                        style="bold",
+                    ),
+                    soft_wrap=True,
+                )
+                console().print(_table(timeline))
+    if failed:
+        error_console().print(
+            f"{len(failed)} of {len(timelines)} videos could not be read", markup=False
+        )
+        sys.exit(1)
