@@ -43,11 +43,20 @@ from actrec_cli.options import checkpoint_option, parse_fusion_weights, score_av
 @click.option(
     "--format",
     "model_format",
-    type=click.Choice(["savedmodel", "keras"]),
+    type=click.Choice(["savedmodel", "keras", "tflite"]),
     default="savedmodel",
     show_default=True,
     help="savedmodel: decoded video in, preprocessing inside, TensorFlow only to load; "
-    "keras: model.keras on ready clips, loaded with actrec.",
+    "keras: model.keras on ready clips, loaded with actrec; tflite: model.tflite for phones "
+    "and devices (sampled, cropped clips in, normalisation inside; layout in actrec.json).",
+)
+@click.option(
+    "--quantize",
+    type=click.Choice(["none", "float16", "dynamic"]),
+    default="none",
+    show_default=True,
+    help="With --format tflite: float16 weights (half the file) or dynamic-range int8 "
+    "weights (a quarter).",
 )
 @click.option(
     "--data",
@@ -77,6 +86,7 @@ def export(
     overwrite,
     streaming,
     checkpoint,
+    quantize,
 ):
     """Export RUN_DIR (a finished `actrec train` --workdir) as a TensorFlow SavedModel that
     takes decoded uint8 frames (and flow) of any size and returns class probabilities and
@@ -97,6 +107,7 @@ def export(
         progress=progress_for("steps"),
         checkpoint=checkpoint,
         streaming=streaming,
+        quantize=quantize,
     )
     kind = "two-stream" if len(summary.modalities) == 2 else summary.modalities[0]
     if streaming:

@@ -303,6 +303,22 @@ def tiny_runs(tiny_synthetic_prepared, tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def tiny_online(tiny_synthetic_prepared, tmp_path_factory):
+    """{"run", "export"}: synthetic-tsm-online trained for one step as the tiny runs are,
+    and its streaming export."""
+    from actrec.config.files import load_recipe
+    from actrec.config.overrides import apply_overrides
+    from actrec.export.writer import export_runs
+    from actrec.train.run import train
+
+    folder = tmp_path_factory.mktemp("tiny-online")
+    recipe = apply_overrides(load_recipe("synthetic-tsm-online"), TINY_RUN_SETTINGS)
+    train(recipe, tiny_synthetic_prepared, folder / "run")
+    export_runs([folder / "run"], folder / "export", streaming=True)
+    return {"run": folder / "run", "export": folder / "export"}
+
+
+@pytest.fixture(scope="session")
 def tiny_exports(tiny_runs, tmp_path_factory):
     """SavedModel exports of the tiny runs: {"rgb", "flow", "two-stream": folder}."""
     from actrec.export.writer import export_runs

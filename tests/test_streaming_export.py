@@ -10,8 +10,6 @@ from pathlib import Path
 
 import keras
 import numpy as np
-import pytest
-from conftest import TINY_RUN_SETTINGS
 
 from actrec.data.format.manifest import read_manifest
 from actrec.data.prepare.encode_video import VideoTask, encode_video
@@ -19,24 +17,8 @@ from actrec.data.synthetic.config import SYNTHETIC_CLASSES
 from actrec.export.predict import record_inputs
 from actrec.export.serving import clips_from_frames
 from actrec.export.stream_predict import StreamingModel
-from actrec.export.writer import export_runs
 from actrec.models.segment_model import segment_backbone
 from actrec.trained_run import build_trained_model, load_trained_run
-
-
-@pytest.fixture(scope="module")
-def tiny_online(tiny_synthetic_prepared, tmp_path_factory):
-    """{"run", "export"}: synthetic-tsm-online trained for one step as the tiny runs are,
-    and its streaming export."""
-    from actrec.config.files import load_recipe
-    from actrec.config.overrides import apply_overrides
-    from actrec.train.run import train
-
-    folder = tmp_path_factory.mktemp("tiny-online")
-    recipe = apply_overrides(load_recipe("synthetic-tsm-online"), TINY_RUN_SETTINGS)
-    train(recipe, tiny_synthetic_prepared, folder / "run")
-    export_runs([folder / "run"], folder / "export", streaming=True)
-    return {"run": folder / "run", "export": folder / "export"}
 
 
 def sampled_frames(video: Path, settings, spec) -> np.ndarray:

@@ -30,7 +30,7 @@ MODEL_CARD_FILE = "MODEL_CARD.md"
 KERAS_MODEL_FILE = "model.keras"
 METADATA_FORMAT = "actrec-export"
 METADATA_FORMAT_VERSION = 1
-MODEL_FORMATS = ("savedmodel", "keras")
+MODEL_FORMATS = ("savedmodel", "keras", "tflite")
 SIGNATURE_NAME = "serving_default"
 # What `actrec predict` must reproduce of the preparation (PrepareSettings fields).
 PREPARATION_KEYS = ("frame_size", "fps", "jpeg_quality")

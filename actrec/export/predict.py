@@ -72,7 +72,7 @@ class ExportedModel:
 
         self.model_dir = Path(model_dir)
         self.metadata = read_export_metadata(self.model_dir)
-        if self.metadata.get("model_format") != "savedmodel":
+        if self.metadata.get("model_format") not in ("savedmodel", "tflite"):
             raise ConfigError(
                 f"{self.model_dir} holds a Keras export (--format keras), which takes ready "
                 "clips; `actrec predict` needs the default SavedModel export: run `actrec "
@@ -103,7 +103,13 @@ class ExportedModel:
             jpeg_quality=int(preparation.get("jpeg_quality", defaults.jpeg_quality)),
             min_frames=2 if needs_flow else 1,
         )
-        self._signature = self._load_signature()
+        self._tflite = None
+        if self.metadata["model_format"] == "tflite":
+            from actrec.export.tflite import TfliteClipModel
+
+            self._tflite = TfliteClipModel(self.model_dir, self.metadata)
+        else:
+            self._signature = self._load_signature()
 
     def _load_signature(self):
         import tensorflow as tf
@@ -148,6 +154,9 @@ class ExportedModel:
     def probabilities(self, inputs: dict) -> np.ndarray:
         """Class probabilities [N, K] of signature inputs (uint8 arrays by name)."""
         import tensorflow as tf
+
+        if self._tflite is not None:
+            return self._tflite.probabilities(inputs)
 
         outputs = self._signature(**{name: tf.constant(inputs[name]) for name in self.input_names})
         return outputs["probabilities"].numpy()

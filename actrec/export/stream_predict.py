@@ -67,7 +67,15 @@ class StreamingModel:
                 "FOLDER --streaming`"
             )
         self.classes = tuple(self.metadata["classes"])
-        self._signature = tf.saved_model.load(str(self.model_dir)).signatures[SIGNATURE_NAME]
+        self._tflite = self._spec = None
+        if self.metadata.get("model_format") == "tflite":
+            from actrec.export.tflite import TFLITE_FILE, TfliteRunner, exported_clip_specs
+
+            self._tflite = TfliteRunner(self.model_dir / TFLITE_FILE)
+            self._spec = exported_clip_specs(self.model_dir, self.metadata)[0]
+        else:
+            loaded = tf.saved_model.load(str(self.model_dir))
+            self._signature = loaded.signatures[SIGNATURE_NAME]
         self._states = [state["input"] for state in self.streaming["states"]]
         self._shapes = [tuple(state["shape"][1:]) for state in self.streaming["states"]]
         preparation = self.metadata.get("preparation", {})
@@ -87,11 +95,19 @@ class StreamingModel:
         """Logits [K] of one prepared RGB frame uint8 [H, W, 3]; the state moves on."""
         import tensorflow as tf
 
-        outputs = self._signature(
-            frame=tf.constant(frame[None]), **{k: tf.constant(v) for k, v in self.state.items()}
-        )
-        self.state = {name: outputs[name].numpy() for name in self._states}
-        return outputs["logits"].numpy()[0]
+        if self._tflite is not None:  # the crop is outside a TFLite model
+            from actrec.data.input.clips import evaluation_crop
+
+            crop = evaluation_crop(tf.cast(frame[None], tf.float32), self._spec).numpy()
+            outputs = self._tflite(frame=crop, **self.state)
+        else:
+            outputs = self._signature(
+                frame=tf.constant(frame[None]),
+                **{k: tf.constant(v) for k, v in self.state.items()},
+            )
+            outputs = {name: value.numpy() for name, value in outputs.items()}
+        self.state = {name: outputs[name] for name in self._states}
+        return outputs["logits"][0]
 
     def top_k(self, probabilities: np.ndarray, k: int) -> tuple[tuple[str, float], ...]:
         order = np.argsort(-probabilities, kind="stable")[: min(k, len(self.classes))]

@@ -109,6 +109,7 @@ def export_runs(
     progress: Progress | None = None,
     checkpoint: str = "final",
     streaming: bool = False,
+    quantize: str = "none",
 ) -> ExportSummary:
     """Export one run, or an RGB and a flow run fused, into `out_dir`.
 
@@ -122,6 +123,9 @@ def export_runs(
     checkpoint: "final" (final.weights.h5) or "best" (best.weights.h5) of every run.
     streaming: export one online TSM run as a one-frame-in, state-in-and-out SavedModel
         (actrec.export.streaming_export) instead of the clip model.
+    quantize: with model_format "tflite": "none" (float32), "float16" or "dynamic" (int8
+        weights); the reloaded float32 model must match within 1e-4, a quantised one's
+        difference is reported in ExportSummary.reload_difference.
     Raises ConfigError / DatasetError for unusable runs, OutputError for an unusable
     out_dir, ActrecError when the reloaded export does not reproduce the model; nothing is
     left at out_dir then.
@@ -135,6 +139,9 @@ def export_runs(
 
     weights = checked_options(model_format, top_k, fusion_weights)
     check_average(fusion_average)
+    from actrec.export.tflite import check_quantize
+
+    check_quantize(quantize)
     out_dir = Path(out_dir)
     check_out_dir(out_dir, overwrite)
     runs = ordered_runs([load_trained_run(path, checkpoint) for path in run_dirs])
@@ -142,8 +149,12 @@ def export_runs(
         from actrec.export.streaming_export import check_streamable
 
         check_streamable(runs)
-        if model_format != "savedmodel":
-            raise ConfigError(f"--streaming writes a SavedModel, not --format {model_format}")
+        if model_format == "keras":
+            raise ConfigError(
+                "--streaming writes a SavedModel or a TFLite model, not --format keras"
+            )
+    if quantize != "none" and model_format != "tflite":
+        raise ConfigError(f"--quantize {quantize} needs --format tflite")
     preparation = export_preparation(runs, None if data_dir is None else Path(data_dir))
     streams = [ExportedStream(run, clip_spec(run.recipe, training=False)) for run in runs]
     classes = runs[0].classes
@@ -157,7 +168,20 @@ def export_runs(
     staging.mkdir(parents=True)
     try:
         streaming_entries = {}
-        if streaming:
+        tolerance = RELOAD_TOLERANCE
+        if model_format == "tflite":
+            from actrec.export.tflite_writer import tflite_metadata, write_tflite
+
+            difference, tolerance, state_shapes = write_tflite(
+                streams, models, staging, quantize, streaming, weights, fusion_average
+            )
+            streaming_entries = tflite_metadata(streams, quantize, state_shapes)
+            if streaming:
+                from actrec.export.streaming_export import streaming_metadata
+
+                entry = streaming_metadata(streams[0], state_shapes, runs[0])["streaming"]
+                streaming_entries["streaming"] = entry
+        elif streaming:
             from actrec.export.streaming_export import (
                 streaming_metadata,
                 write_streaming_savedmodel,
@@ -172,10 +196,10 @@ def export_runs(
         else:
             difference = write_keras(streams, models, weights, staging, fusion_average)
         progress.advance()
-        if not difference <= RELOAD_TOLERANCE:
+        if tolerance is not None and not difference <= tolerance:
             raise ActrecError(
                 f"the reloaded export does not reproduce the model: probabilities differ by "
-                f"up to {difference:.3g} (tolerance {RELOAD_TOLERANCE}); nothing was written to "
+                f"up to {difference:.3g} (tolerance {tolerance}); nothing was written to "
                 f"{out_dir}. Please report this with the run's recipe."
             )
         metadata = export_metadata(

@@ -1,0 +1,82 @@
+"""`actrec export --format tflite [--quantize ...]`: model.tflite for devices, run by
+`actrec predict` as it runs a SavedModel, clip models and streaming online TSMs alike."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from test_streaming_export import per_segment_logits, sampled_frames
+
+from actrec.data.format.manifest import read_manifest
+from actrec.data.input.clip_spec import clip_spec
+from actrec.data.prepare.encode_video import PrepareSettings
+from actrec.errors import ConfigError
+from actrec.export.predict import ExportedModel
+from actrec.export.stream_predict import StreamingModel
+from actrec.export.writer import export_runs
+from actrec.trained_run import load_trained_run
+
+
+def _test_videos(prepared) -> list:
+    return [v["path"] for v in read_manifest(prepared)["videos"] if v["split"] == "test"]
+
+
+def test_tflite_clip_models_predict_as_the_savedmodel(tiny_runs, tiny_exports, tmp_path):
+    """float32 TFLite gives the SavedModel's probabilities (<= 1e-4) on every tiny test
+    video (two streams fused: both modalities and the fusion); dynamic-range int8 weights
+    make a file of about a quarter of the size."""
+    summary = export_runs(
+        [tiny_runs["flow"], tiny_runs["rgb"]], tmp_path / "two", model_format="tflite"
+    )
+    assert summary.reload_difference <= 1e-4
+    metadata = json.loads((tmp_path / "two" / "actrec.json").read_text())
+    assert metadata["model_format"] == "tflite" and metadata["quantize"] == "none"
+    assert metadata["inputs"]["frames"]["shape"] == [1, 2, 32, 32, 3]
+    assert metadata["inputs"]["flow"]["shape"] == [1, 2, 32, 32, 4]  # new_length 2
+    saved, lite = ExportedModel(tiny_exports["two-stream"]), ExportedModel(tmp_path / "two")
+    for video in _test_videos(tiny_runs["prepared"]):
+        inputs = saved.video_inputs(video)
+        np.testing.assert_allclose(
+            lite.probabilities(inputs), saved.probabilities(inputs), atol=1e-4, rtol=0
+        )
+    export_runs([tiny_runs["rgb"]], tmp_path / "int8", model_format="tflite", quantize="dynamic")
+    one_stream_float = (tmp_path / "two" / "model.tflite").stat().st_size / 2
+    assert (tmp_path / "int8" / "model.tflite").stat().st_size < 0.35 * one_stream_float
+
+
+def test_tflite_streaming_model_equals_the_clip_model_per_segment(
+    tiny_online, tiny_synthetic_prepared, tmp_path
+):
+    export_runs([tiny_online["run"]], tmp_path / "lite", model_format="tflite", streaming=True)
+    model = StreamingModel(tmp_path / "lite")
+    assert model.streaming["frames_per_step"] == 6
+    run = load_trained_run(tiny_online["run"])
+    settings = PrepareSettings(
+        frame_size=model.frame_size, flow="none", jpeg_quality=model.jpeg_quality
+    )
+    video = Path(_test_videos(tiny_synthetic_prepared)[0])
+    frames = sampled_frames(video, settings, clip_spec(run.recipe, training=False))
+    expected = per_segment_logits(tiny_online["run"], frames)  # [T, K]
+    steps = np.stack([model.step(frame) for frame in frames])
+    np.testing.assert_allclose(steps, expected, atol=1e-4, rtol=0)
+
+
+def test_tflite_bad_options_are_named(tiny_runs, tmp_path, cli_runner):
+    run = tiny_runs["rgb"]
+    result = cli_runner(
+        "export", run, "--out", tmp_path / "a", "--format", "tflite", "--quantize", "int4"
+    )
+    assert (
+        result.exit_code != 0
+        and "'int4' is not one of 'none', 'float16', 'dynamic'" in result.output
+    )
+    result = cli_runner("export", run, "--out", tmp_path / "b", "--quantize", "float16")
+    assert result.exit_code == 1 and "--quantize float16 needs --format tflite" in result.output
+    with pytest.raises(ConfigError, match="--quantize 'int4' is not valid; choose one of"):
+        export_runs([run], tmp_path / "c", model_format="tflite", quantize="int4")
+    result = cli_runner("export", run, "--out", tmp_path / "d", "--format", "keras", "--streaming")
+    assert result.exit_code == 1 and "is not an online TSM" in result.output
+    assert not any((tmp_path / name).exists() for name in "abcd")
