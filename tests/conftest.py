@@ -39,6 +39,7 @@ SYNTHETIC_SET_FIXTURES = frozenset(
         "synthetic_flow_run",
         "synthetic_rgb_run",
         "synthetic_tsm_run",
+        "synthetic_tsm_online_run",
         "synthetic_quickstart_export",
     }
 )
@@ -250,6 +251,14 @@ def synthetic_tsm_run(synthetic_prepared, tmp_path_factory):
     """(TrainSummary, run directory) of the built-in synthetic-tsm recipe (>= 80 % test)."""
     return _trained_synthetic_run(
         "synthetic-tsm", synthetic_prepared, tmp_path_factory.mktemp("runs")
+    )
+
+
+@pytest.fixture(scope="session")
+def synthetic_tsm_online_run(synthetic_prepared, tmp_path_factory):
+    """(TrainSummary, run directory) of the built-in synthetic-tsm-online recipe (>= 80 %)."""
+    return _trained_synthetic_run(
+        "synthetic-tsm-online", synthetic_prepared, tmp_path_factory.mktemp("runs")
     )
 
 

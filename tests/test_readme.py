@@ -24,6 +24,7 @@ FAST_COMMANDS = (
     ("actrec", "eval", "runs/synthetic-flow"),
     ("actrec", "eval", "--fuse", "runs/synthetic-tsm"),
     ("actrec", "export", "runs/synthetic-tsm"),
+    ("actrec", "export", "runs/synthetic-tsm-online"),
     ("actrec", "predict"),
 )
 # Pages whose commands need a folder of their own, run command by command by their test
@@ -182,7 +183,13 @@ def _is_fast(words: list[str]) -> bool:
 
 @pytest.mark.slow
 def test_the_fast_readme_commands_run_as_written(
-    cli_runner, tmp_path, monkeypatch, synthetic_prepared, synthetic_flow_run, synthetic_tsm_run
+    cli_runner,
+    tmp_path,
+    monkeypatch,
+    synthetic_prepared,
+    synthetic_flow_run,
+    synthetic_tsm_run,
+    synthetic_tsm_online_run,
 ):
     """In a folder laid out as the README's synthetic walkthrough leaves it (the session's
     prepared set and trained runs linked in), every fast command of the README and then of
@@ -192,6 +199,7 @@ def test_the_fast_readme_commands_run_as_written(
         "datasets/prepared/synthetic": synthetic_prepared,
         "runs/synthetic-flow": synthetic_flow_run[1],
         "runs/synthetic-tsm": synthetic_tsm_run[1],
+        "runs/synthetic-tsm-online": synthetic_tsm_online_run[1],
     }
     for name, target in links.items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
@@ -204,7 +212,7 @@ def test_the_fast_readme_commands_run_as_written(
         result = cli_runner(*words[1:])
         assert result.exit_code == 0, f"{' '.join(words)}:\n{result.output}"
         ran.append(words[1])
-        if words[1] == "predict":
+        if words[1] == "predict" and not {"--timeline", "--stream"} & set(words):
             shown.update(_shown_predictions(cli_runner, words))
     assert {"recipes", "inspect", "eval", "export", "predict"} <= set(ran), ran
     # Every prediction the README and the docs show is right: the video's class is its

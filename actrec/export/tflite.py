@@ -122,10 +122,15 @@ def streaming_function(stream, model, state_shapes: dict):
 
 
 class TfliteRunner:
-    """A model.tflite, loaded: call it with its inputs by name (numpy arrays) for its
-    outputs by name."""
+    """A model.tflite (or its bytes), loaded: call it with its inputs by name (numpy arrays)
+    for its outputs by name. num_threads: the interpreter's threads (None: its default)."""
 
-    def __init__(self, path: Path | str | None = None, content: bytes | None = None):
+    def __init__(
+        self,
+        path: Path | str | None = None,
+        content: bytes | None = None,
+        num_threads: int | None = None,
+    ):
         import warnings
 
         try:  # LiteRT, TensorFlow Lite's successor, when installed
@@ -137,9 +142,9 @@ class TfliteRunner:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # tf.lite's deprecation notice names LiteRT
             if content is not None:
-                interpreter = Interpreter(model_content=content)
+                interpreter = Interpreter(model_content=content, num_threads=num_threads)
             else:
-                interpreter = Interpreter(model_path=str(path))
+                interpreter = Interpreter(model_path=str(path), num_threads=num_threads)
         self._runner = interpreter.get_signature_runner()
 
     def __call__(self, **inputs) -> dict:
