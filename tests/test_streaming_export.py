@@ -120,20 +120,9 @@ def test_predict_stream_prints_the_running_prediction_of_each_fed_frame(
     tiny_online, tiny_runs, cli_runner
 ):
     video = sorted((tiny_runs["raw"] / "MoveLeft").glob("*.avi"))[0]  # 12 frames at 25 fps
-    result = cli_runner(
-        "predict",
-        video,
-        "--model",
-        tiny_online["export"],
-        "--stream",
-        "--json",
-        "--top-k",
-        "3",
-        "--every",
-        "2",
-        "--smooth",
-        "3",
-    )
+    arguments = ["predict", video, "--model", tiny_online["export"], "--stream", "--json"]
+    arguments += ["--top-k", "3", "--every", "2", "--smooth", "3"]
+    result = cli_runner(*arguments)
     assert result.exit_code == 0, result.output
     steps = [json.loads(line) for line in result.stdout.splitlines()]
     assert [step["frame"] for step in steps] == list(range(0, 12, 2))
@@ -157,6 +146,10 @@ def test_predict_stream_prints_the_running_prediction_of_each_fed_frame(
             np.sort(running)[::-1][:3],
             atol=1e-5,
         )
+
+    # A URL goes to OpenCV's capture as it is (here a file:// URL): the same frames.
+    url = cli_runner(*arguments[:1], f"file://{video}", *arguments[2:])
+    assert url.exit_code == 0 and url.stdout == result.stdout, url.output
 
     result = cli_runner("predict", video, "--model", tiny_online["export"], "--stream")
     assert result.exit_code == 0 and len(result.stdout.splitlines()) == 2  # every 6th frame

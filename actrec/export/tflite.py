@@ -133,14 +133,14 @@ class TfliteRunner:
     ):
         import warnings
 
-        try:  # LiteRT, TensorFlow Lite's successor, when installed
-            from ai_edge_litert.interpreter import Interpreter
-        except ImportError:
-            import tensorflow as tf
+        import tensorflow as tf
 
-            Interpreter = tf.lite.Interpreter  # noqa: N806
+        # tf.lite's interpreter, as TensorFlow ships it; its deprecation notice points to
+        # LiteRT (pip install ai-edge-litert: ai_edge_litert.interpreter.Interpreter takes
+        # the same arguments), which a phone runs and actrec does not need.
+        Interpreter = tf.lite.Interpreter  # noqa: N806
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # tf.lite's deprecation notice names LiteRT
+            warnings.simplefilter("ignore")
             if content is not None:
                 interpreter = Interpreter(model_content=content, num_threads=num_threads)
             else:
