@@ -112,10 +112,16 @@ def export(
     kind = "two-stream" if len(summary.modalities) == 2 else summary.modalities[0]
     if streaming:
         kind = "streaming online TSM"
+    check = f"reloaded model matches within {summary.reload_difference:.1e}"
+    if quantize != "none":
+        check = (
+            f"{quantize} quantisation moves the outputs by up to "
+            f"{summary.reload_difference:.1e} on random inputs"
+        )
+    model_format = summary.model_format + ("" if quantize == "none" else f" {quantize}")
     console().print(
-        f"exported {kind} model ({len(summary.classes)} classes, {summary.model_format}) to "
-        f"{summary.out_dir} in {summary.seconds:.0f} s; reloaded model matches within "
-        f"{summary.reload_difference:.1e}",
+        f"exported {kind} model ({len(summary.classes)} classes, {model_format}) to "
+        f"{summary.out_dir} in {summary.seconds:.0f} s; {check}",
         soft_wrap=True,
         highlight=False,
     )

@@ -124,6 +124,13 @@ def window_lengths(
     return window, stride
 
 
+def tf_errors():
+    """tensorflow.errors (imported when needed: this module is imported by the CLI)."""
+    import tensorflow as tf
+
+    return tf.errors
+
+
 def _decoded(jpeg: bytes, channels: int) -> np.ndarray:
     """uint8 [H, W, channels]: decoded as the record reader decodes (TensorFlow's JPEG)."""
     import tensorflow as tf
@@ -187,6 +194,8 @@ def video_timeline(
             progress.finish()
     except VideoReadError as error:
         return Timeline(str(path), error=error.detail)
+    except tf_errors().InvalidArgumentError as error:
+        return Timeline(str(path), error=f"the model rejected it: {error.message}")
     if not timeline.windows:
         return Timeline(
             str(path), fps, window, stride, error=f"fewer than {min_frames} frames decoded"
