@@ -33,7 +33,12 @@ def _quiet_opencv() -> None:
 
 @click.command()
 @click.argument(
-    "videos", metavar="VIDEO...", nargs=-1, required=True, type=click.Path(path_type=Path)
+    # Strings as given: a Path would fold a stream URL's "rtsp://" into "rtsp:/".
+    "videos",
+    metavar="VIDEO...",
+    nargs=-1,
+    required=True,
+    type=str,
 )
 @click.option(
     "--model",
@@ -126,7 +131,7 @@ def predict(
     if stream:
         from actrec_cli.predict_stream import run_stream
 
-        run_stream(str(videos[0]), model_dir, top_k, as_json, every, smooth)
+        run_stream(videos[0], model_dir, top_k, as_json, every, smooth)
         return
     if timeline:
         from actrec_cli.predict_timeline import run_timeline
