@@ -186,10 +186,12 @@ def video_timeline(
         timeline = Timeline(str(path), fps, window, stride, [])
         progress.start(f"timeline {path.name}", total)
         try:
+            read = 0  # frames read so far (windows overlap)
             for start, end, inputs in _window_inputs(model, path, window, stride):
                 top = model.top_k(model.probabilities(inputs)[0], top_k)
                 timeline.windows.append(TimelineWindow(start, end, fps, top))
-                progress.advance(1, frames=end - start)
+                progress.advance(1, frames=end - read)
+                read = end
         finally:
             progress.finish()
     except VideoReadError as error:
