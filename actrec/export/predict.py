@@ -53,6 +53,15 @@ class VideoPrediction:
         }
 
 
+def top_k_pairs(
+    probabilities: np.ndarray, classes: Sequence[str], k: int
+) -> tuple[tuple[str, float], ...]:
+    """The k most probable (class, probability) pairs of probabilities [K], most probable
+    first (ties in class order)."""
+    order = np.argsort(-probabilities, kind="stable")[: min(k, len(classes))]
+    return tuple((classes[index], float(probabilities[index])) for index in order)
+
+
 def record_inputs(video_records: Sequence[bytes], with_rgb: bool = True, with_flow: bool = True):
     """Every frame of one prepared video (its records, header first), decoded: {"frames":
     uint8 [F, H, W, 3], "flow": uint8 [F-1, H, W, 2] (quantised, 128 = no motion)} (the
@@ -176,10 +185,7 @@ class ExportedModel:
         )
 
     def top_k(self, probabilities: np.ndarray, k: int) -> tuple[tuple[str, float], ...]:
-        """The k most probable (class, probability) pairs of probabilities [K], most
-        probable first (ties in class order)."""
-        order = np.argsort(-probabilities, kind="stable")[: min(k, len(self.classes))]
-        return tuple((self.classes[index], float(probabilities[index])) for index in order)
+        return top_k_pairs(probabilities, self.classes, k)
 
 
 def predict_videos(

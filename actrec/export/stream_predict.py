@@ -110,8 +110,9 @@ class StreamingModel:
         return outputs["logits"][0]
 
     def top_k(self, probabilities: np.ndarray, k: int) -> tuple[tuple[str, float], ...]:
-        order = np.argsort(-probabilities, kind="stable")[: min(k, len(self.classes))]
-        return tuple((self.classes[index], float(probabilities[index])) for index in order)
+        from actrec.export.predict import top_k_pairs
+
+        return top_k_pairs(probabilities, self.classes, k)
 
 
 def _camera_index(source: str) -> int | None:

@@ -68,32 +68,52 @@ def frames_per_step(run) -> int | None:
     return max(1, round(statistics.median(frames) / run.recipe.data.num_segments))
 
 
-def build_streaming_serving(model, spec, state_shapes: dict):
-    """(serving function, input signature) of the stateless step (see the module)."""
+def step_with_named_outputs(model, state_shapes: dict):
+    """The online TSM's stateless step as a signature body: (frames float32 [N, crop, crop,
+    3], state tensors in state_shapes' order) -> {logits, probabilities, state_00, ...}."""
     import tensorflow as tf
 
-    from actrec.data.input.clips import evaluation_crop
     from actrec.models.streaming import streaming_step
 
     step = streaming_step(model)
     names = list(state_shapes)  # shift layer names, graph order
 
-    def serve(frame, *states):
-        frame = tf.ensure_shape(frame, [None, None, None, 3])
-        crops = evaluation_crop(tf.cast(frame, tf.float32), spec)  # [N, crop, crop, 3]
-        logits, new_states = step(crops, dict(zip(names, states, strict=True)))
+    def named_step(frames, *states):
+        logits, new_states = step(frames, dict(zip(names, states, strict=True)))
         logits = tf.cast(logits, tf.float32)
         outputs = {LOGITS: logits, "probabilities": tf.nn.softmax(logits, axis=-1)}
         for index, name in enumerate(names):
             outputs[state_name(index)] = tf.cast(new_states[name], tf.float32)
         return outputs
 
-    signature = [tf.TensorSpec([None, None, None, 3], tf.uint8, name=FRAME_INPUT)]
-    signature += [
-        tf.TensorSpec([None, *shape], tf.float32, name=state_name(index))
+    return named_step
+
+
+def state_signature(state_shapes: dict, batch: int | None) -> list:
+    """The states' TensorSpecs (state_00, ...), batch `batch` (None: any)."""
+    import tensorflow as tf
+
+    return [
+        tf.TensorSpec([batch, *shape], tf.float32, name=state_name(index))
         for index, shape in enumerate(state_shapes.values())
     ]
-    return serve, signature
+
+
+def build_streaming_serving(model, spec, state_shapes: dict):
+    """(serving function, input signature) of the stateless step (see the module)."""
+    import tensorflow as tf
+
+    from actrec.data.input.clips import evaluation_crop
+
+    named_step = step_with_named_outputs(model, state_shapes)
+
+    def serve(frame, *states):
+        frame = tf.ensure_shape(frame, [None, None, None, 3])
+        crops = evaluation_crop(tf.cast(frame, tf.float32), spec)  # [N, crop, crop, 3]
+        return named_step(crops, *states)
+
+    signature = [tf.TensorSpec([None, None, None, 3], tf.uint8, name=FRAME_INPUT)]
+    return serve, signature + state_signature(state_shapes, None)
 
 
 def write_streaming_savedmodel(stream, model, folder: Path) -> tuple[float, dict]:

@@ -98,27 +98,17 @@ def streaming_function(stream, model, state_shapes: dict):
     """(function, input signature) of the streaming step on a cropped frame, batch 1."""
     import tensorflow as tf
 
-    from actrec.export.streaming_export import FRAME_INPUT, state_name
-    from actrec.models.streaming import streaming_step
+    from actrec.export.streaming_export import (
+        FRAME_INPUT,
+        state_signature,
+        step_with_named_outputs,
+    )
 
-    step = streaming_step(model)
-    names = list(state_shapes)
     crop = stream.spec.crop_size
     signature = [tf.TensorSpec([1, crop, crop, 3], tf.float32, name=FRAME_INPUT)]
-    signature += [
-        tf.TensorSpec([1, *shape], tf.float32, name=state_name(i))
-        for i, shape in enumerate(state_shapes.values())
-    ]
-
-    def serve(frame, *states):
-        logits, new_states = step(frame, dict(zip(names, states, strict=True)))
-        logits = tf.cast(logits, tf.float32)
-        outputs = {"logits": logits, "probabilities": tf.nn.softmax(logits, axis=-1)}
-        for index, name in enumerate(names):
-            outputs[state_name(index)] = tf.cast(new_states[name], tf.float32)
-        return outputs
-
-    return serve, signature
+    return step_with_named_outputs(model, state_shapes), signature + state_signature(
+        state_shapes, 1
+    )
 
 
 class TfliteRunner:
