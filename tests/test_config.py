@@ -99,7 +99,8 @@ def test_a_recipe_file_extends_a_builtin_recipe_or_a_file_beside_it(tmp_path):
     assert recipe.name == "mine" and (recipe.train.epochs, recipe.train.lr) == (3, 0.01)
     assert recipe.data == reference.data and recipe.model == reference.model
     assert recipe.train.decay_epochs == reference.train.decay_epochs
-    assert load_recipe("synthetic-tsm").model.shift_fraction == 0.125  # from base/tsm
+    assert load_recipe("tsm-kinetics400").model.shift_fraction == 0.125  # from base/tsm
+    assert load_recipe("synthetic-tsm").model.shift_fraction == 0.25  # its own, over base/tsm
 
 
 def test_extends_errors_name_the_file_and_the_fix(tmp_path):
