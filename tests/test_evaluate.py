@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -21,7 +22,6 @@ from actrec.errors import ConfigError
 from actrec.evaluation.evaluate import evaluate_run, fuse_evaluations, load_evaluation
 from actrec.evaluation.protocols import PROTOCOLS, resolve_protocol
 from actrec.evaluation.scores import load_video_scores
-from actrec.train.run import train
 from actrec.trained_run import build_trained_model, load_trained_run
 
 TINY = [
@@ -42,15 +42,12 @@ def prepared(tiny_synthetic_prepared) -> Path:
 
 
 @pytest.fixture(scope="module")
-def runs(prepared, tmp_path_factory) -> dict[str, Path]:
-    """Tiny trained RGB and flow runs (2 steps each): weights that are not the initial ones."""
+def runs(tiny_runs, tmp_path_factory) -> dict[str, Path]:
+    """Copies of the session's tiny trained RGB and flow runs (conftest.tiny_runs, one step
+    each: weights that are not the initial ones, outputs that depend on the input), so that
+    the evaluations written into them stay this module's."""
     folder = tmp_path_factory.mktemp("eval-runs")
-    result = {}
-    for modality in ("rgb", "flow"):
-        recipe = apply_overrides(load_recipe(f"synthetic-{modality}"), TINY)
-        train(recipe, prepared, folder / modality)
-        result[modality] = folder / modality
-    return result
+    return {m: Path(shutil.copytree(tiny_runs[m], folder / m)) for m in ("rgb", "flow")}
 
 
 # --- protocols and views -----------------------------------------------------------------
@@ -267,8 +264,8 @@ def test_fusing_evaluated_runs_reuses_their_evaluations_without_running_a_model(
 
 
 def test_fusion_refuses_streams_of_other_classes(runs, tmp_path):
-    rgb = load_evaluation(runs["rgb"] / "eval" / "test-centre")
-    other = load_evaluation(runs["rgb"] / "eval" / "test-centre")
+    rgb = evaluate_run(runs["rgb"], resolve_protocol("centre"), out_dir=tmp_path / "rgb")
+    other = load_evaluation(rgb.out_dir)
     other.scores = dataclasses.replace(
         other.scores, classes=tuple(f"x{name}" for name in other.scores.classes)
     )

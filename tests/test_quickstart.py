@@ -61,11 +61,17 @@ def test_the_reduced_quickstart_makes_every_artefact_and_reaches_its_accuracy(cl
         rf"prediction for .*{video.name}: \w+ \([0-9.]+ %\), true class", result.output
     )
 
-    # Run again: the finished stages are kept, the runs are not retrained.
+    # Run again: the finished stages are kept: the runs are not retrained, nor evaluated or
+    # exported again.
     weights = {
         s: _digest(workdir / "runs" / s / "final.weights.h5") for s in ("rgb", "tsm", "flow")
     }
+    model_digest = _digest(export / "saved_model.pb")
     again = cli_runner("quickstart", "--size", "small", "--workdir", workdir)
     assert again.exit_code == 0, again.output
     assert again.output.count("is already trained; kept") == 3
+    assert again.output.count("is already evaluated; kept") == 3
+    assert "is already exported from these runs; kept" in again.output
     assert weights == {s: _digest(workdir / "runs" / s / "final.weights.h5") for s in weights}
+    assert _digest(export / "saved_model.pb") == model_digest
+    assert f"fused accuracy {printed.group(1)} %" in again.output

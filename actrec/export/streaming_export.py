@@ -123,12 +123,12 @@ def write_streaming_savedmodel(stream, model, folder: Path) -> tuple[float, dict
     import tensorflow as tf
 
     from actrec.export.metadata import SIGNATURE_NAME
+    from actrec.export.model_writers import export_module
     from actrec.models.streaming import streaming_state_shapes
 
     state_shapes = streaming_state_shapes(model)
     serve, signature = build_streaming_serving(model, stream.spec, state_shapes)
-    module = tf.Module(name="actrec_streaming_export")
-    module.model = model  # tracks its variables
+    module = export_module("actrec_streaming_export", [model])
     module.serve = tf.function(serve, input_signature=signature)
     tf.saved_model.save(module, str(folder), signatures={SIGNATURE_NAME: module.serve})
 
