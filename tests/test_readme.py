@@ -207,25 +207,25 @@ def test_the_fast_readme_commands_run_as_written(
     monkeypatch.chdir(tmp_path)
     ran, shown = [], {}
     for words in walkthrough_commands():
-        if not _is_fast(words):
+        if not _is_fast(words) or words in ran:  # a docs page repeating the README's
             continue
         result = cli_runner(*words[1:])
         assert result.exit_code == 0, f"{' '.join(words)}:\n{result.output}"
-        ran.append(words[1])
+        ran.append(words)
         if words[1] == "predict" and not {"--timeline", "--stream"} & set(words):
-            shown.update(_shown_predictions(cli_runner, words))
-    assert {"recipes", "inspect", "eval", "export", "predict"} <= set(ran), ran
+            shown.update(_shown_predictions(cli_runner, words, result))
+    assert {"recipes", "inspect", "eval", "export", "predict"} <= {w[1] for w in ran}, ran
     # Every prediction the README and the docs show is right: the video's class is its
     # folder's name.
     assert len(shown) >= 4
     assert {video: Path(video).parent.name for video in shown} == shown
 
 
-def _shown_predictions(cli_runner, words: list[str]) -> dict[str, str]:
-    """{video: predicted class} of a README or docs `actrec predict` command (run with
-    --json)."""
-    arguments = words[1:] if "--json" in words else [*words[1:], "--json"]
-    result = cli_runner(*arguments)
-    assert result.exit_code == 0, result.output
+def _shown_predictions(cli_runner, words: list[str], result) -> dict[str, str]:
+    """{video: predicted class} of a README or docs `actrec predict` command: from its
+    `result` when it has --json, else from running it again with --json."""
+    if "--json" not in words:
+        result = cli_runner(*words[1:], "--json")
+        assert result.exit_code == 0, result.output
     predictions = json.loads(result.stdout)
     return {item["video"]: item["top_k"][0]["class"] for item in predictions}

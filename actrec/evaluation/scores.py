@@ -85,7 +85,7 @@ def compute_video_scores(
     # One trace per call, whatever the last batch's size: TensorFlow counts the traces of
     # this function across calls and warns of excessive retracing when a process evaluates
     # several runs (the quickstart's three streams).
-    @tf.function(input_signature=[views.element_spec[0]])
+    @tf.function(input_signature=[views.element_spec[0]], autograph=False)
     def view_scores(batch):
         logits = tf.cast(model(batch, training=False), tf.float32)  # [B, K]
         return logits if average == "logits" else tf.nn.softmax(logits, axis=-1)

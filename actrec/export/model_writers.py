@@ -10,6 +10,15 @@ from pathlib import Path
 from actrec.export.metadata import KERAS_MODEL_FILE, SIGNATURE_NAME, ExportedStream
 
 PROBE_VIDEOS = 2
+EXPORT_VARIABLES = "model_variables"
+"""The SavedModel's name for its models' variables (earlier exports held
+the Keras models themselves, as "models")."""
+
+
+def export_variables(models: Sequence) -> list:
+    """The tf.Variables of `models`, in order: what an export's SavedModel holds under
+    EXPORT_VARIABLES (a model rebuilt from the same recipes reads them back in this order)."""
+    return [variable.value for model in models for variable in model.variables]
 
 
 def export_module(name: str, models: Sequence) -> object:
@@ -21,7 +30,7 @@ def export_module(name: str, models: Sequence) -> object:
     import tensorflow as tf
 
     module = tf.Module(name=name)
-    module.model_variables = [variable.value for model in models for variable in model.variables]
+    setattr(module, EXPORT_VARIABLES, export_variables(models))
     return module
 
 
@@ -78,6 +87,7 @@ def write_savedmodel(
     module.serve = tf.function(
         build_serving_function(serving_streams, classes, top_k, weights, average),
         input_signature=input_signature(serving_streams),
+        autograph=False,  # its branches are on Python values: nothing to convert
     )
     tf.saved_model.save(module, str(folder), signatures={SIGNATURE_NAME: module.serve})
 

@@ -129,7 +129,7 @@ def write_streaming_savedmodel(stream, model, folder: Path) -> tuple[float, dict
     state_shapes = streaming_state_shapes(model)
     serve, signature = build_streaming_serving(model, stream.spec, state_shapes)
     module = export_module("actrec_streaming_export", [model])
-    module.serve = tf.function(serve, input_signature=signature)
+    module.serve = tf.function(serve, input_signature=signature, autograph=False)
     tf.saved_model.save(module, str(folder), signatures={SIGNATURE_NAME: module.serve})
 
     loaded = tf.saved_model.load(str(folder)).signatures[SIGNATURE_NAME]

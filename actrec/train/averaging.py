@@ -73,7 +73,7 @@ def broadcast_from_first_worker(strategy, variables: list) -> None:
         for variable, value in zip(variables, context.all_reduce("SUM", shares), strict=True):
             variable.assign(value)
 
-    tf.function(lambda: strategy.run(broadcast))()
+    tf.function(lambda: strategy.run(broadcast), autograph=False)()
 
 
 def average_round(strategy, variables: list, optimizer, reset_adam: bool) -> None:

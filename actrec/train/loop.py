@@ -196,12 +196,17 @@ class DistributedTrainer(TrainStep):
         )
         # The adaptive schedule changes the batch size: after the first change, one
         # shape-relaxed trace serves every later size (the global batch is read dynamically).
-        self._train_function = tf.function(self._compiled_train_step, reduce_retracing=True)
+        # No AutoGraph: the step's control flow is tf.while_loop / tf.cond already, and
+        # converting the source of every function a step calls (the Keras layers' too)
+        # costs seconds per training.
+        self._train_function = tf.function(
+            self._compiled_train_step, reduce_retracing=True, autograph=False
+        )
         # Evaluation batches vary (the last one is partial): one relaxed trace serves all.
         self._evaluation_function = tf.function(
-            self._compiled_evaluation_sums, reduce_retracing=True
+            self._compiled_evaluation_sums, reduce_retracing=True, autograph=False
         )
-        self._average_function = tf.function(self._compiled_average)
+        self._average_function = tf.function(self._compiled_average, autograph=False)
         if self.local_updates and self.num_workers > 1:
             self._broadcast_from_first_worker()
 

@@ -202,11 +202,13 @@ def _source_model(source: _Source):
 def _export_model(source: _Source):
     """The stream model of an export: a Keras export's model file, or a model rebuilt from
     the export's recipe with the SavedModel's variables restored into it (the export's
-    tf.Module tracks its models as `models`, actrec.export.model_writers)."""
+    tf.Module tracks their variables in order, actrec.export.model_writers; earlier exports
+    tracked the models as `models`)."""
     import tensorflow as tf
 
     from actrec.config.files import load_recipe
     from actrec.export.metadata import KERAS_MODEL_FILE, read_export_metadata
+    from actrec.export.model_writers import EXPORT_VARIABLES, export_variables
     from actrec.models.factory import build_model
     from actrec.models.segment_model import load_segment_model
     from actrec.trained_run import without_pretrained_weights
@@ -218,13 +220,15 @@ def _export_model(source: _Source):
     for stream in metadata["streams"]:
         recipe = without_pretrained_weights(load_recipe(source.path / stream["recipe_file"]))
         models.append(build_model(recipe.model, recipe.data, len(source.classes)))
-    checkpoint = tf.train.Checkpoint(models=models)
-    status = checkpoint.read(str(source.path / "variables" / "variables"))
-    try:
-        status.expect_partial().assert_existing_objects_matched()
-    except AssertionError as error:
-        raise ConfigError(
-            f"{source.path}: its SavedModel variables do not fit the model of its recipe "
-            f"({error}); start from the run it was exported from"
-        ) from None
-    return models[source.stream]
+    mismatches = []
+    for layout in ({EXPORT_VARIABLES: export_variables(models)}, {"models": models}):
+        status = tf.train.Checkpoint(**layout).read(str(source.path / "variables" / "variables"))
+        try:
+            status.expect_partial().assert_existing_objects_matched()
+            return models[source.stream]
+        except AssertionError as error:
+            mismatches.append(error)
+    raise ConfigError(
+        f"{source.path}: its SavedModel variables do not fit the model of its recipe "
+        f"({mismatches[0]}); start from the run it was exported from"
+    )

@@ -102,7 +102,7 @@ def _example_function(videos: list[dict], spec: ClipSpec, training: bool, output
             return clip, label, header["video_id"]
         return clip, label
 
-    return example
+    return tf.autograph.experimental.do_not_convert(example)
 
 
 def _padded_shapes(spec: ClipSpec, side: int, with_video_ids: bool):
@@ -193,9 +193,13 @@ def build_dataset(
 
     end = tf.int64.max if repeat else max(per_epoch, start_example)
     indices = tf.data.Dataset.range(start_example, end)
+    # The map functions' control flow is TensorFlow's own (tf.cond, tf.while_loop): no
+    # AutoGraph, whose conversion of their source takes seconds per pipeline.
     examples = indices.map(
-        lambda example: order.example_video(
-            example, len(videos), num_pipelines, pipeline_id, order_seed
+        tf.autograph.experimental.do_not_convert(
+            lambda example: order.example_video(
+                example, len(videos), num_pipelines, pipeline_id, order_seed
+            )
         )
     ).map(
         _example_function(

@@ -102,7 +102,8 @@ def _video_views_function(spec: ViewSpec):
         views = tf.data.Dataset.range(spec.num_clips).map(views_of).unbatch()
         return views.map(lambda view: (view, label, position, video_id))
 
-    return video_views
+    # TensorFlow's control flow only (as the training pipeline's): no AutoGraph conversion.
+    return tf.autograph.experimental.do_not_convert(video_views)
 
 
 def build_view_dataset(
