@@ -49,10 +49,12 @@ SYNTHETIC_SET_FIXTURES = frozenset(
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups from the markers
 def pytest_collection_modifyitems(config, items):
     """The suite runs on two pytest-xdist workers (`-n 2` in pyproject.toml), each with its
-    own session fixtures: every test that uses a synthetic-set training goes to one worker
-    (`--dist loadgroup`), so each of those trainings runs once per suite, not once per
-    worker; those tests come first, so that their worker starts the longest chain at once
-    while the other takes the rest."""
+    own session and module fixtures: every test that uses a synthetic-set training goes to
+    one worker (`--dist loadgroup`), so each of those trainings runs once per suite, not
+    once per worker; those tests come first, so that their worker starts the longest chain
+    at once while the other takes the rest. Every other test goes with the rest of its
+    module, so that a module's fixtures (trainings, launches of worker processes) are built
+    once, not once on each worker."""
     grouped = [
         item
         for item in items
@@ -61,7 +63,15 @@ def pytest_collection_modifyitems(config, items):
     for item in grouped:
         item.add_marker(pytest.mark.xdist_group("synthetic-set"))
     chosen = set(grouped)
-    items[:] = grouped + [item for item in items if item not in chosen]
+    rest = [item for item in items if item not in chosen]
+    for item in rest:
+        item.add_marker(pytest.mark.xdist_group(_module_name(item)))
+    items[:] = grouped + rest
+
+
+def _module_name(item) -> str:
+    path = getattr(item, "path", None)
+    return Path(path).stem if path is not None else item.name
 
 
 REPO_ROOT = Path(__file__).resolve().parent.parent

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import conftest
 
@@ -26,22 +27,29 @@ def test_the_summary_gives_the_suite_time_and_warns_only_past_the_budget(monkeyp
 
 
 class Item:
-    def __init__(self, name, fixturenames):
+    def __init__(self, name, fixturenames, module="test_a"):
         self.name, self.fixturenames, self.markers = name, fixturenames, []
+        self.path = Path(f"tests/{module}.py")
 
     def add_marker(self, marker):
         self.markers.append(marker)
 
 
-def test_synthetic_set_tests_go_first_and_to_one_xdist_worker():
+def test_synthetic_set_tests_go_first_and_to_one_xdist_worker_the_others_by_module():
     items = [
         Item("fast", ["tmp_path"]),
-        Item("fusion", ["synthetic_tsm_run", "tmp_path"]),
-        Item("tiny", ["tiny_runs"]),
+        Item("fusion", ["synthetic_tsm_run", "tmp_path"], "test_b"),
+        Item("tiny", ["tiny_runs"], "test_b"),
         Item("accuracy", ["synthetic_prepared"]),
     ]
     conftest.pytest_collection_modifyitems(None, items)
     assert [item.name for item in items] == ["fusion", "accuracy", "fast", "tiny"]
-    for item in items:
-        groups = [m.args for m in item.markers if m.name == "xdist_group"]
-        assert groups == ([("synthetic-set",)] if item.name in ("fusion", "accuracy") else [])
+    groups = {
+        item.name: [m.args for m in item.markers if m.name == "xdist_group"] for item in items
+    }
+    assert groups == {
+        "fusion": [("synthetic-set",)],
+        "accuracy": [("synthetic-set",)],
+        "fast": [("test_a",)],
+        "tiny": [("test_b",)],
+    }
