@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import time
 from pathlib import Path
 
@@ -44,29 +45,41 @@ SYNTHETIC_SET_FIXTURES = frozenset(
     }
 )
 """The session fixtures that train on the default synthetic set (minutes each)."""
+SECOND_GROUP_FIXTURES = frozenset({"synthetic_rgb_run", "synthetic_tsm_online_run"})
+"""The trainings the second synthetic-set group starts with (the first group starts with
+the TSM and flow runs)."""
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups from the markers
 def pytest_collection_modifyitems(config, items):
-    """The suite runs on two pytest-xdist workers (`-n 2` in pyproject.toml), each with its
-    own session and module fixtures: every test that uses a synthetic-set training goes to
-    one worker (`--dist loadgroup`), so each of those trainings runs once per suite, not
-    once per worker; those tests come first, so that their worker starts the longest chain
-    at once while the other takes the rest. Every other test goes with the rest of its
-    module, so that a module's fixtures (trainings, launches of worker processes) are built
-    once, not once on each worker."""
-    grouped = [
-        item
-        for item in items
-        if SYNTHETIC_SET_FIXTURES.intersection(getattr(item, "fixturenames", ()))
+    """The suite runs on two pytest-xdist workers (`-n 2 --dist loadgroup` in
+    pyproject.toml), each with its own session and module fixtures. The synthetic-set
+    trainings are built once per suite run for both workers (`_built_once`), and the tests
+    that use them come first, in two groups that start on different workers: the first
+    group's worker trains the TSM and flow runs while the second's trains the TSN twin and
+    the online TSM. Every other test goes with the rest of its module, so that a module's
+    fixtures (trainings, launches of worker processes) are built once, not on each worker."""
+
+    def synthetic(item) -> frozenset:
+        return SYNTHETIC_SET_FIXTURES.intersection(getattr(item, "fixturenames", ()))
+
+    first = [
+        item for item in items if synthetic(item) and not synthetic(item) & SECOND_GROUP_FIXTURES
     ]
-    for item in grouped:
-        item.add_marker(pytest.mark.xdist_group("synthetic-set"))
-    chosen = set(grouped)
+    second = [item for item in items if synthetic(item) & SECOND_GROUP_FIXTURES]
+    # The second group first runs what needs none of the first group's trainings, so that
+    # its worker trains its own while the other trains the TSM and flow runs.
+    second.sort(
+        key=lambda item: len(synthetic(item) - SECOND_GROUP_FIXTURES - {"synthetic_prepared"})
+    )
+    for group, members in (("synthetic-set-1", first), ("synthetic-set-2", second)):
+        for item in members:
+            item.add_marker(pytest.mark.xdist_group(group))
+    chosen = set(first + second)
     rest = [item for item in items if item not in chosen]
     for item in rest:
         item.add_marker(pytest.mark.xdist_group(_module_name(item)))
-    items[:] = grouped + rest
+    items[:] = first + second + rest
 
 
 def _module_name(item) -> str:
@@ -210,7 +223,8 @@ def tiny_synthetic_prepared(tmp_path_factory) -> Path:
 
 
 # --- the synthetic set, prepared and trained once per test session --------------------------
-# Real trainings take minutes on 2 cores; the accuracy, eval, export and predict tests share them.
+# Real trainings take minutes on 2 cores; the accuracy, eval, export and predict tests share
+# them, and both xdist workers share each one (_built_once).
 
 
 @pytest.fixture(scope="session")
@@ -222,54 +236,84 @@ def synthetic_prepared(tmp_path_factory) -> Path:
     from actrec.data.sources import list_videos
     from actrec.data.synthetic.dataset import generate_synthetic_dataset
 
-    folder = tmp_path_factory.mktemp("synthetic")
-    generate_synthetic_dataset(folder / "raw")
-    out = folder / "prepared"
-    prepare_dataset(
-        list_videos("synthetic", folder / "raw"), out, PrepareSettings(frame_size="original")
-    )
-    return out
+    def build(folder: Path) -> Path:
+        generate_synthetic_dataset(folder / "raw")
+        out = folder / "prepared"
+        prepare_dataset(
+            list_videos("synthetic", folder / "raw"), out, PrepareSettings(frame_size="original")
+        )
+        return out
+
+    return _built_once(tmp_path_factory, "synthetic", build)
 
 
-def _trained_synthetic_run(recipe_name: str, prepared: Path, folder: Path):
+def _suite_folder(tmp_path_factory) -> Path:
+    """A folder every xdist worker of this test run shares: the parent of the workers' own
+    base folders (pytest-N/popen-gwK), or the base folder itself without xdist."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+def _built_once(tmp_path_factory, name: str, build):
+    """build(folder) -> a picklable value, built once per test run for all xdist workers:
+    the first worker to ask builds it holding a lock; the others wait for it and read the
+    pickled value (a failed build leaves no value: the next worker to ask builds it)."""
+    import pickle
+
+    try:
+        import fcntl
+    except ImportError:  # not on Windows: each worker builds its own
+        return build(tmp_path_factory.mktemp(name))
+    root = _suite_folder(tmp_path_factory)
+    value_file = root / f"{name}.pickle"
+    with open(root / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file is closed
+        if value_file.is_file():
+            return pickle.loads(value_file.read_bytes())
+        folder = root / name
+        shutil.rmtree(folder, ignore_errors=True)  # a failed build's leftovers
+        value = build(folder)
+        partial = value_file.with_suffix(".partial")
+        partial.write_bytes(pickle.dumps(value))
+        partial.replace(value_file)
+        return value
+
+
+def _trained_synthetic_run(recipe_name: str, prepared: Path, tmp_path_factory):
+    """(TrainSummary, run directory) of the built-in recipe on the prepared synthetic set,
+    trained once per test run."""
     from actrec.config.files import load_recipe
     from actrec.train.run import train
 
-    run_dir = folder / recipe_name
-    return train(load_recipe(recipe_name), prepared, run_dir), run_dir
+    def build(folder: Path):
+        return train(load_recipe(recipe_name), prepared, folder), folder
+
+    return _built_once(tmp_path_factory, f"run-{recipe_name}", build)
 
 
 @pytest.fixture(scope="session")
 def synthetic_flow_run(synthetic_prepared, tmp_path_factory):
     """(TrainSummary, run directory) of the built-in synthetic-flow recipe (~95 % test)."""
-    return _trained_synthetic_run(
-        "synthetic-flow", synthetic_prepared, tmp_path_factory.mktemp("runs")
-    )
+    return _trained_synthetic_run("synthetic-flow", synthetic_prepared, tmp_path_factory)
 
 
 @pytest.fixture(scope="session")
 def synthetic_rgb_run(synthetic_prepared, tmp_path_factory):
     """(TrainSummary, run directory) of the built-in synthetic-rgb recipe: the RGB TSN,
     synthetic-tsm with model.architecture=tsn (near chance)."""
-    return _trained_synthetic_run(
-        "synthetic-rgb", synthetic_prepared, tmp_path_factory.mktemp("runs")
-    )
+    return _trained_synthetic_run("synthetic-rgb", synthetic_prepared, tmp_path_factory)
 
 
 @pytest.fixture(scope="session")
 def synthetic_tsm_run(synthetic_prepared, tmp_path_factory):
     """(TrainSummary, run directory) of the built-in synthetic-tsm recipe (>= 80 % test)."""
-    return _trained_synthetic_run(
-        "synthetic-tsm", synthetic_prepared, tmp_path_factory.mktemp("runs")
-    )
+    return _trained_synthetic_run("synthetic-tsm", synthetic_prepared, tmp_path_factory)
 
 
 @pytest.fixture(scope="session")
 def synthetic_tsm_online_run(synthetic_prepared, tmp_path_factory):
     """(TrainSummary, run directory) of the built-in synthetic-tsm-online recipe (>= 80 %)."""
-    return _trained_synthetic_run(
-        "synthetic-tsm-online", synthetic_prepared, tmp_path_factory.mktemp("runs")
-    )
+    return _trained_synthetic_run("synthetic-tsm-online", synthetic_prepared, tmp_path_factory)
 
 
 @pytest.fixture(scope="session")

@@ -6,6 +6,7 @@ import time
 from pathlib import Path
 
 import conftest
+import pytest
 
 
 class Reporter:
@@ -35,21 +36,53 @@ class Item:
         self.markers.append(marker)
 
 
-def test_synthetic_set_tests_go_first_and_to_one_xdist_worker_the_others_by_module():
+def test_synthetic_set_tests_go_first_in_two_groups_the_others_by_module():
     items = [
         Item("fast", ["tmp_path"]),
+        Item("readme", ["synthetic_flow_run", "synthetic_tsm_online_run"], "test_b"),
         Item("fusion", ["synthetic_tsm_run", "tmp_path"], "test_b"),
         Item("tiny", ["tiny_runs"], "test_b"),
+        Item("online", ["synthetic_tsm_online_run", "synthetic_prepared"]),
         Item("accuracy", ["synthetic_prepared"]),
     ]
     conftest.pytest_collection_modifyitems(None, items)
-    assert [item.name for item in items] == ["fusion", "accuracy", "fast", "tiny"]
+    # the second group starts with what needs no training of the first group's
+    assert [item.name for item in items] == [
+        "fusion",
+        "accuracy",
+        "online",
+        "readme",
+        "fast",
+        "tiny",
+    ]
     groups = {
         item.name: [m.args for m in item.markers if m.name == "xdist_group"] for item in items
     }
     assert groups == {
-        "fusion": [("synthetic-set",)],
-        "accuracy": [("synthetic-set",)],
+        "fusion": [("synthetic-set-1",)],
+        "accuracy": [("synthetic-set-1",)],
+        "online": [("synthetic-set-2",)],
+        "readme": [("synthetic-set-2",)],
         "fast": [("test_a",)],
         "tiny": [("test_b",)],
     }
+
+
+def test_a_fixture_built_once_is_built_by_one_caller_and_read_by_the_next(tmp_path_factory):
+    calls = []
+
+    def build(folder):
+        calls.append(folder)
+        folder.mkdir(parents=True)
+        return {"folder": folder, "value": len(calls)}
+
+    first = conftest._built_once(tmp_path_factory, "once-test", build)
+    second = conftest._built_once(tmp_path_factory, "once-test", build)
+    assert first == second == {"folder": calls[0], "value": 1} and len(calls) == 1
+
+    def failing(folder):
+        raise RuntimeError("broken build")
+
+    with pytest.raises(RuntimeError, match="broken build"):
+        conftest._built_once(tmp_path_factory, "once-failing", failing)
+    assert conftest._built_once(tmp_path_factory, "once-failing", build)["value"] == 2
