@@ -56,7 +56,7 @@ _NO_VALIDATION = "runtime.validate_every_epochs=0"
 SIZES = {
     # The README's quickstart: the default synthetic set and recipes, shortened to fit a few
     # minutes: the RGB TSN (near chance by design: a frame cannot tell the classes apart)
-    # trains 1 of its 20 epochs, the RGB TSM 16 of its 20 (76.8-92.9 % test top-1 in five
+    # trains 1 of its 20 epochs, the RGB TSM 16 of its 20 (76.8-92.9 % test top-1 in eight
     # runs with the 1/4 shift, 75.0-89.3 % in eight with the 1/8 before; 12 epochs:
     # 73.2-83.9 % in five), the flow TSN 6 of its 10 (91.1 / 92.9 % in two seeds; 96-98 % in
     # 10). Timings: docs/benchmarks.md, "The quickstart on CPUs without AVX-512".
@@ -149,47 +149,6 @@ def _trained(recipe_name: str, overrides, prepared: Path, run_dir: Path, progres
     return run_dir
 
 
-def _evaluated(run_dir: Path, protocol, progress):
-    """The run's evaluation: the saved one when it is of these weights and data (a second
-    quickstart), else a new one."""
-    from actrec.evaluation.evaluate import evaluate_run, saved_run_evaluation
-
-    saved = saved_run_evaluation(run_dir, protocol)
-    if saved is not None:
-        progress.message(f"{saved.out_dir} is already evaluated; kept")
-        return saved
-    return evaluate_run(run_dir, protocol, progress=progress)
-
-
-def _export_is_current(export_dir: Path, run_dirs: list[Path]) -> bool:
-    """Whether `export_dir` is a finished export of `run_dirs`, in this order, written after
-    each run's final weights."""
-    import json
-
-    from actrec.export.metadata import METADATA_FILE
-    from actrec.runs import FINAL_WEIGHTS_FILE
-
-    try:
-        metadata = json.loads((export_dir / METADATA_FILE).read_text(encoding="utf-8"))
-        exported = (export_dir / METADATA_FILE).stat().st_mtime_ns
-        written = [(run / FINAL_WEIGHTS_FILE).stat().st_mtime_ns for run in run_dirs]
-    except (OSError, ValueError):
-        return False
-    streams = metadata.get("streams") if isinstance(metadata, dict) else None
-    named = [str(stream.get("run")) for stream in streams or [] if isinstance(stream, dict)]
-    return named == [str(run.resolve()) for run in run_dirs] and all(exported > w for w in written)
-
-
-def _exported(run_dirs: list[Path], export_dir: Path, progress) -> Path:
-    from actrec.export.writer import export_runs
-
-    if _export_is_current(export_dir, run_dirs):
-        progress.message(f"{export_dir} is already exported from these runs; kept")
-        return export_dir
-    export_runs(run_dirs, export_dir, overwrite=True, progress=progress)
-    return export_dir
-
-
 def _new_video(folder: Path, synthetic: SyntheticConfig) -> tuple[Path, str]:
     """A synthetic video of a class drawn with PREDICT_SEED: (path, its class)."""
     from actrec.data.synthetic.render import render_clip
@@ -219,6 +178,7 @@ def run_quickstart(
     from actrec.evaluation.evaluate import fuse_evaluations
     from actrec.evaluation.protocols import resolve_protocol
     from actrec.export.predict import predict_videos
+    from actrec.quickstart_reuse import evaluated, exported
 
     settings = _check_size(size)
     progress = progress or NullProgress()
@@ -259,7 +219,7 @@ def run_quickstart(
 
     def evaluate(p):
         protocol = resolve_protocol("centre")
-        streams = {s: _evaluated(runs[s], protocol, p) for s in STREAMS}
+        streams = {s: evaluated(runs[s], protocol, p) for s in STREAMS}
         return {**streams, "fused": fuse_evaluations([streams[s] for s in FUSED_STREAMS])}
 
     evaluations = stage("evaluate", evaluate)
@@ -267,7 +227,7 @@ def run_quickstart(
         result.accuracies[name] = evaluation.metrics.top1
         result.artefacts[f"evaluation ({name})"] = evaluation.out_dir
 
-    stage("export", lambda p: _exported([runs[s] for s in FUSED_STREAMS], export_dir, p))
+    stage("export", lambda p: exported([runs[s] for s in FUSED_STREAMS], export_dir, p))
     video, true_class = _new_video(workdir / "predict", settings.synthetic)
 
     def predict(p):

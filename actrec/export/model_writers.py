@@ -8,30 +8,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from actrec.export.metadata import KERAS_MODEL_FILE, SIGNATURE_NAME, ExportedStream
+from actrec.export.saved_variables import export_module
 
 PROBE_VIDEOS = 2
-EXPORT_VARIABLES = "model_variables"
-"""The SavedModel's name for its models' variables (earlier exports held
-the Keras models themselves, as "models")."""
-
-
-def export_variables(models: Sequence) -> list:
-    """The tf.Variables of `models`, in order: what an export's SavedModel holds under
-    EXPORT_VARIABLES (a model rebuilt from the same recipes reads them back in this order)."""
-    return [variable.value for model in models for variable in model.variables]
-
-
-def export_module(name: str, models: Sequence) -> object:
-    """A tf.Module that tracks the variables of `models` (what a SavedModel of a serving
-    function over them must hold), not the Keras models themselves: tracking a Keras model
-    makes tf.saved_model.save trace and store its layers' call functions too, which nothing
-    serves; with the variables alone an export writes and reloads in about 60 % of the time
-    (the two-stream synthetic export: 9.7 s instead of 16.7 s on 2 cores)."""
-    import tensorflow as tf
-
-    module = tf.Module(name=name)
-    setattr(module, EXPORT_VARIABLES, export_variables(models))
-    return module
 
 
 def _probe_inputs(streams: Sequence[ExportedStream]) -> dict:

@@ -123,7 +123,7 @@ def write_streaming_savedmodel(stream, model, folder: Path) -> tuple[float, dict
     import tensorflow as tf
 
     from actrec.export.metadata import SIGNATURE_NAME
-    from actrec.export.model_writers import export_module
+    from actrec.export.saved_variables import export_module
     from actrec.models.streaming import streaming_state_shapes
 
     state_shapes = streaming_state_shapes(model)

@@ -202,13 +202,13 @@ def _source_model(source: _Source):
 def _export_model(source: _Source):
     """The stream model of an export: a Keras export's model file, or a model rebuilt from
     the export's recipe with the SavedModel's variables restored into it (the export's
-    tf.Module tracks their variables in order, actrec.export.model_writers; earlier exports
+    tf.Module tracks their variables in order, actrec.export.saved_variables; earlier exports
     tracked the models as `models`)."""
     import tensorflow as tf
 
     from actrec.config.files import load_recipe
     from actrec.export.metadata import KERAS_MODEL_FILE, read_export_metadata
-    from actrec.export.model_writers import EXPORT_VARIABLES, export_variables
+    from actrec.export.saved_variables import EXPORT_VARIABLES, export_variables
     from actrec.models.factory import build_model
     from actrec.models.segment_model import load_segment_model
     from actrec.trained_run import without_pretrained_weights
