@@ -29,13 +29,14 @@ def export_is_current(export_dir: Path, run_dirs: list[Path]) -> bool:
 
     try:
         metadata = json.loads((export_dir / METADATA_FILE).read_text(encoding="utf-8"))
-        exported = (export_dir / METADATA_FILE).stat().st_mtime_ns
+        exported_at = (export_dir / METADATA_FILE).stat().st_mtime_ns
         written = [(run / FINAL_WEIGHTS_FILE).stat().st_mtime_ns for run in run_dirs]
     except (OSError, ValueError):
         return False
     streams = metadata.get("streams") if isinstance(metadata, dict) else None
     named = [str(stream.get("run")) for stream in streams or [] if isinstance(stream, dict)]
-    return named == [str(run.resolve()) for run in run_dirs] and all(exported > w for w in written)
+    current = all(exported_at > weights_at for weights_at in written)
+    return named == [str(run.resolve()) for run in run_dirs] and current
 
 
 def exported(run_dirs: list[Path], export_dir: Path, progress) -> Path:

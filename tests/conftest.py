@@ -262,7 +262,7 @@ def _built_once(tmp_path_factory, name: str, build):
 
     try:
         import fcntl
-    except ImportError:  # not on Windows: each worker builds its own
+    except ImportError:  # Windows has no fcntl: each worker builds its own
         return build(tmp_path_factory.mktemp(name))
     root = _suite_folder(tmp_path_factory)
     value_file = root / f"{name}.pickle"

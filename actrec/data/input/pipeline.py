@@ -193,8 +193,8 @@ def build_dataset(
 
     end = tf.int64.max if repeat else max(per_epoch, start_example)
     indices = tf.data.Dataset.range(start_example, end)
-    # The map functions' control flow is TensorFlow's own (tf.cond, tf.while_loop): no
-    # AutoGraph, whose conversion of their source takes seconds per pipeline.
+    # The map functions branch on Python values only (any branch on a tensor is a tf.cond of
+    # their own): no AutoGraph, whose conversion of their source takes seconds per pipeline.
     examples = indices.map(
         tf.autograph.experimental.do_not_convert(
             lambda example: order.example_video(
