@@ -22,19 +22,17 @@ def evaluated(run_dir: Path, protocol, progress):
 def export_is_current(export_dir: Path, run_dirs: list[Path]) -> bool:
     """Whether `export_dir` is a finished export of `run_dirs`, in this order, written after
     each run's final weights."""
-    import json
-
-    from actrec.export.metadata import METADATA_FILE
+    from actrec.errors import ConfigError
+    from actrec.export.metadata import METADATA_FILE, read_export_metadata
     from actrec.runs import FINAL_WEIGHTS_FILE
 
     try:
-        metadata = json.loads((export_dir / METADATA_FILE).read_text(encoding="utf-8"))
+        metadata = read_export_metadata(export_dir)
         exported_at = (export_dir / METADATA_FILE).stat().st_mtime_ns
         written = [(run / FINAL_WEIGHTS_FILE).stat().st_mtime_ns for run in run_dirs]
-    except (OSError, ValueError):
+    except (ConfigError, OSError):
         return False
-    streams = metadata.get("streams") if isinstance(metadata, dict) else None
-    named = [str(stream.get("run")) for stream in streams or [] if isinstance(stream, dict)]
+    named = [str(stream.get("run")) for stream in metadata.get("streams") or []]
     current = all(exported_at > weights_at for weights_at in written)
     return named == [str(run.resolve()) for run in run_dirs] and current
 
