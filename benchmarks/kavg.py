@@ -21,6 +21,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from synthetic_set import prepared_synthetic_set  # benchmarks/synthetic_set.py
+
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 CONFIGS = {
@@ -71,16 +73,7 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
     prepared = args.data
     if prepared is None:
-        from actrec.data.prepare.dataset import prepare_dataset
-        from actrec.data.prepare.encode_video import PrepareSettings
-        from actrec.data.sources import list_videos
-        from actrec.data.synthetic.dataset import generate_synthetic_dataset
-
-        generate_synthetic_dataset(out / "raw")
-        prepared = out / "prepared"
-        prepare_dataset(
-            list_videos("synthetic", out / "raw"), prepared, PrepareSettings(frame_size="original")
-        )
+        prepared = prepared_synthetic_set(out)
     rows = []
     for name, settings in configs.items():
         run_dir = out / name.replace(" ", "-").replace("=", "")

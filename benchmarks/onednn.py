@@ -24,6 +24,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from synthetic_set import prepared_synthetic_set  # benchmarks/synthetic_set.py
+
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 SETTINGS = {
@@ -57,18 +59,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--epochs", type=int, default=2, help="measured epochs of 32 steps")
     arguments = parser.parse_args()
-    from actrec.data.prepare.dataset import prepare_dataset
-    from actrec.data.prepare.encode_video import PrepareSettings
-    from actrec.data.sources import list_videos
-    from actrec.data.synthetic.dataset import generate_synthetic_dataset
-
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder)
-        generate_synthetic_dataset(root / "raw")
-        prepared = root / "prepared"
-        prepare_dataset(
-            list_videos("synthetic", root / "raw"), prepared, PrepareSettings(frame_size="original")
-        )
+        prepared = prepared_synthetic_set(root)
         results = {}
         for index, (name, settings) in enumerate(SETTINGS.items()):
             results[name] = seconds_per_step(

@@ -153,6 +153,42 @@ def test_init_from_an_export_loads_the_weights_the_run_trained(tiny_runs, tiny_e
             np.testing.assert_array_equal(np.asarray(have), np.asarray(want))
 
 
+def test_init_from_an_export_of_the_earlier_layout_loads_its_weights(
+    tiny_runs, tiny_exports, tmp_path
+):
+    """Exports written before actrec.export.saved_variables tracked the Keras models (as
+    `models`) instead of their variables; they still initialise a run."""
+    import shutil
+
+    import tensorflow as tf
+
+    from actrec.export.saved_variables import EXPORT_VARIABLES
+    from actrec.train.starting_point import load_starting_weights, starting_point
+    from actrec.trained_run import build_trained_model, load_trained_run
+
+    classes = load_trained_run(tiny_runs["flow"]).classes
+    expected = build_trained_model(load_trained_run(tiny_runs["flow"]))
+    earlier = tmp_path / "earlier-export"
+    shutil.copytree(tiny_exports["flow"], earlier)
+    for old_file in (earlier / "variables").iterdir():
+        old_file.unlink()
+    tf.train.Checkpoint(models=[expected]).write(str(earlier / "variables" / "variables"))
+    written = {
+        name for name, _ in tf.train.list_variables(str(earlier / "variables" / "variables"))
+    }
+    assert not any(name.startswith(EXPORT_VARIABLES) for name in written)
+    recipe = apply_overrides(
+        load_recipe("synthetic-flow"),
+        [*TINY_SETTINGS, "data.new_length=2", f"model.weights=run:{earlier}"],
+    )
+    start = starting_point(recipe, classes, {})
+    model = build_segment_model(num_classes=len(classes), modality="flow", new_length=2, **TINY)
+    lines = load_starting_weights(model, start, recipe, classes)
+    assert lines[2] == "classifier kept (the same classes)"
+    for have, want in zip(model.weights, expected.weights, strict=True):
+        np.testing.assert_array_equal(np.asarray(have), np.asarray(want))
+
+
 @pytest.mark.parametrize(
     ("source", "settings", "message"),
     [
