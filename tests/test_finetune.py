@@ -133,24 +133,30 @@ def test_init_from_a_run_prints_what_it_loaded_and_records_it(tiny_runs, cli_run
     assert "8 classes; classifier kept)" in card
 
 
-def test_init_from_an_export_loads_the_weights_the_run_trained(tiny_runs, tiny_exports):
+def _assert_flow_export_initialises_the_trained_weights(export, flow_run) -> None:
+    """A flow TSN started from `export` (model.weights=run:EXPORT) holds every weight of the
+    tiny flow run it was exported from, its classifier kept."""
     from actrec.train.starting_point import load_starting_weights, starting_point
     from actrec.trained_run import build_trained_model, load_trained_run
 
-    classes = load_trained_run(tiny_runs["flow"]).classes
-    expected = build_trained_model(load_trained_run(tiny_runs["flow"]))
+    classes = load_trained_run(flow_run).classes
+    expected = build_trained_model(load_trained_run(flow_run))
+    recipe = apply_overrides(
+        load_recipe("synthetic-flow"),
+        [*TINY_SETTINGS, "data.new_length=2", f"model.weights=run:{export}"],
+    )
+    start = starting_point(recipe, classes, {})
+    assert (start.kind, start.modality, start.keeps_classifier) == ("export", "flow", True)
+    model = build_segment_model(num_classes=len(classes), modality="flow", new_length=2, **TINY)
+    lines = load_starting_weights(model, start, recipe, classes)
+    assert lines[2] == "classifier kept (the same classes)"
+    for have, want in zip(model.weights, expected.weights, strict=True):
+        np.testing.assert_array_equal(np.asarray(have), np.asarray(want))
+
+
+def test_init_from_an_export_loads_the_weights_the_run_trained(tiny_runs, tiny_exports):
     for export in ("flow", "two-stream"):
-        recipe = apply_overrides(
-            load_recipe("synthetic-flow"),
-            [*TINY_SETTINGS, "data.new_length=2", f"model.weights=run:{tiny_exports[export]}"],
-        )
-        start = starting_point(recipe, classes, {})
-        assert (start.kind, start.modality, start.keeps_classifier) == ("export", "flow", True)
-        model = build_segment_model(num_classes=len(classes), modality="flow", new_length=2, **TINY)
-        lines = load_starting_weights(model, start, recipe, classes)
-        assert lines[2] == "classifier kept (the same classes)"
-        for have, want in zip(model.weights, expected.weights, strict=True):
-            np.testing.assert_array_equal(np.asarray(have), np.asarray(want))
+        _assert_flow_export_initialises_the_trained_weights(tiny_exports[export], tiny_runs["flow"])
 
 
 def test_init_from_an_export_of_the_earlier_layout_loads_its_weights(
@@ -163,30 +169,17 @@ def test_init_from_an_export_of_the_earlier_layout_loads_its_weights(
     import tensorflow as tf
 
     from actrec.export.saved_variables import EXPORT_VARIABLES
-    from actrec.train.starting_point import load_starting_weights, starting_point
     from actrec.trained_run import build_trained_model, load_trained_run
 
-    classes = load_trained_run(tiny_runs["flow"]).classes
-    expected = build_trained_model(load_trained_run(tiny_runs["flow"]))
     earlier = tmp_path / "earlier-export"
     shutil.copytree(tiny_exports["flow"], earlier)
-    for old_file in (earlier / "variables").iterdir():
-        old_file.unlink()
-    tf.train.Checkpoint(models=[expected]).write(str(earlier / "variables" / "variables"))
-    written = {
-        name for name, _ in tf.train.list_variables(str(earlier / "variables" / "variables"))
-    }
-    assert not any(name.startswith(EXPORT_VARIABLES) for name in written)
-    recipe = apply_overrides(
-        load_recipe("synthetic-flow"),
-        [*TINY_SETTINGS, "data.new_length=2", f"model.weights=run:{earlier}"],
-    )
-    start = starting_point(recipe, classes, {})
-    model = build_segment_model(num_classes=len(classes), modality="flow", new_length=2, **TINY)
-    lines = load_starting_weights(model, start, recipe, classes)
-    assert lines[2] == "classifier kept (the same classes)"
-    for have, want in zip(model.weights, expected.weights, strict=True):
-        np.testing.assert_array_equal(np.asarray(have), np.asarray(want))
+    for new_layout_file in (earlier / "variables").iterdir():
+        new_layout_file.unlink()
+    trained = build_trained_model(load_trained_run(tiny_runs["flow"]))
+    prefix = str(earlier / "variables" / "variables")
+    tf.train.Checkpoint(models=[trained]).write(prefix)
+    assert not any(name.startswith(EXPORT_VARIABLES) for name, _ in tf.train.list_variables(prefix))
+    _assert_flow_export_initialises_the_trained_weights(earlier, tiny_runs["flow"])
 
 
 @pytest.mark.parametrize(
