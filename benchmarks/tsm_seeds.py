@@ -4,7 +4,7 @@ direction of rotation (the part it learns least reliably).
     python benchmarks/tsm_seeds.py [--data PREPARED] [--epochs 16] [--seeds 0 1 2 3 4]
                                    [--set SECTION.KEY=VALUE ...]
 
-Trains `synthetic-tsm` (the quickstart's length by default: 16 of its 20 epochs) once per
+Trains `synthetic-tsm` (its own and the quickstart's 16 epochs by default) once per
 seed, each in a fresh process, one after another, and evaluates each run's final weights
 on the synthetic test split (centre view) and on its own training split. Prints per seed:
 the test top-1, the test videos of the two rotation classes classified right, the same on

@@ -2,7 +2,7 @@
 
 The synthetic classes differ only in motion: the flow TSN must reach 90 % test accuracy
 while the RGB TSN stays near chance (1/8); the RGB TSM, the same recipe with temporal
-shifts, must learn the motion from the frames (80 %); K-step averaging on two real worker
+shifts, must learn the motion from the frames (75 %); K-step averaging on two real worker
 processes must reach the flow target with 4x fewer all-reduces. The synthetic set has no val
 split, so training validates on nothing (the test split is for evaluation only): the
 accuracies are those of `actrec eval` on the test split.
@@ -34,6 +34,11 @@ TSN_BOUND = 0.3
 # allreduce 94.6 / 87.5 / 91.1 % and 80.4 / 89.3 / 89.3 %. Seed 0 is the low one of both
 # modes under AVX2 kernels: the lowest run measured (78.6 %) less two test videos.
 KAVG_TARGET = 0.75
+# The RGB TSM's bound: 80.4-91.1 % test top-1 in ten seeds of its recipe (16 epochs, AMD EPYC
+# with AVX-512; docs/benchmarks.md, "Why the spread": it does not learn the direction of a
+# rotation, so 7 of 14 rotation videos are right by chance and a few others vary): the
+# lowest less two test videos. The TSN twin stays under TSN_BOUND.
+TSM_BOUND = 0.75
 
 
 @pytest.fixture
@@ -66,7 +71,7 @@ def test_flow_tsn_learns_the_motion_classes(flow_run, tmp_path):
 
 def test_rgb_tsn_stays_near_chance(synthetic_rgb_run, flow_run, tmp_path):
     summary, run_dir = synthetic_rgb_run
-    assert summary.global_step == 640  # 20 epochs of 32 steps
+    assert summary.global_step == 512  # 16 epochs of 32 steps
     rgb = _test_split_metrics(run_dir, tmp_path / "rgb")[0]
     assert rgb <= TSN_BOUND  # chance: 0.125
     assert _test_split_metrics(flow_run[1], tmp_path / "flow")[0] - rgb >= 0.5
@@ -85,7 +90,7 @@ def test_tsm_learns_the_motion_that_the_same_recipe_as_a_tsn_cannot(
     tsn_top1 = _test_split_metrics(synthetic_rgb_run[1], tmp_path / "tsn")[0]
     print(f"synthetic set, test top-1: TSM {tsm_top1:.3f}, TSN {tsn_top1:.3f}")
     assert videos == 56
-    assert tsm_top1 >= 0.8
+    assert tsm_top1 >= TSM_BOUND
     assert tsn_top1 <= TSN_BOUND  # chance: 0.125
 
 
