@@ -56,8 +56,8 @@ _NO_VALIDATION = "runtime.validate_every_epochs=0"
 SIZES = {
     # The README's quickstart: the default synthetic set and recipes, shortened to fit a few
     # minutes: the RGB TSN (near chance by design: a frame cannot tell the classes apart)
-    # trains 1 of its 16 epochs, the RGB TSM its whole recipe (16 epochs: 80.4-91.1 % test
-    # top-1 in ten seeds, mean 86.6 %; docs/benchmarks.md, "Why the spread"),
+    # trains 1 of its 16 epochs, the RGB TSM its whole recipe (16 epochs: 78.6-91.1 % test
+    # top-1 in eleven runs, mean 85.9 %; docs/benchmarks.md, "Why the spread"),
     # the flow TSN 6 of its 10 (91.1 / 92.9 % in two seeds; 96-98 % in 10). Timings:
     # docs/benchmarks.md, "The quickstart on CPUs without AVX-512".
     "full": QuickstartSize(
