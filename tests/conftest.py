@@ -11,6 +11,14 @@ import cv2
 import numpy as np
 import pytest
 
+# One thread per TensorFlow op (both pytest-xdist workers, and the worker processes tests
+# launch, inherit it): the suite runs two to four TensorFlow processes on 2 cores, and
+# TensorFlow's default (a thread per core in each) oversubscribes them. The suite took
+# 17 min 14 s with it and 19 min 7 s without (2-core AMD EPYC; docs/benchmarks.md, "The
+# test suite's time"). Set before TensorFlow is imported; a caller's value wins
+# (TF_NUM_INTRAOP_THREADS=0: TensorFlow's default).
+os.environ.setdefault("TF_NUM_INTRAOP_THREADS", "1")
+
 import actrec  # noqa: F401  (first: its TensorFlow settings apply before any test imports TF)
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -58,7 +66,8 @@ def pytest_collection_modifyitems(config, items):
     that use them come first, in two groups that start on different workers: the first
     group's worker trains the TSM and flow runs while the second's trains the TSN twin and
     the online TSM. Every other test goes with the rest of its module, so that a module's
-    fixtures (trainings, launches of worker processes) are built once, not on each worker."""
+    fixtures (trainings, launches of worker processes) are built once, not on each worker;
+    the modules of LONGEST_MODULES go first, longest first."""
 
     def synthetic(item) -> frozenset:
         return SYNTHETIC_SET_FIXTURES.intersection(getattr(item, "fixturenames", ()))
@@ -79,7 +88,33 @@ def pytest_collection_modifyitems(config, items):
     rest = [item for item in items if item not in chosen]
     for item in rest:
         item.add_marker(pytest.mark.xdist_group(_module_name(item)))
+    rest.sort(key=_longest_first)  # stable: a module's tests stay together, in file order
     items[:] = first + second + rest
+
+
+LONGEST_MODULES = (
+    "test_memory",
+    "test_worker_loss",
+    "test_train",
+    "test_train_resume",
+    "test_quickstart",
+    "test_evaluate",
+    "test_multiworker",
+    "test_finetune",
+    "test_predict",
+    "test_tflite_export",
+    "test_training_resilience",
+)
+"""The modules whose tests outside the synthetic-set groups take a minute or more
+(`--durations`), longest first. pytest-xdist hands the groups out in the order of the
+collection (`--no-loadscope-reorder` in pyproject.toml), so the long ones start early and
+the short ones fill the end of the run on both workers; a module missing here only runs
+later."""
+
+
+def _longest_first(item) -> int:
+    name = _module_name(item)
+    return LONGEST_MODULES.index(name) if name in LONGEST_MODULES else len(LONGEST_MODULES)
 
 
 def _module_name(item) -> str:

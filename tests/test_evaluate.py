@@ -182,7 +182,9 @@ def test_centre_scores_are_the_model_logits_or_softmax_on_the_pipeline_clip(
     np.testing.assert_array_equal(evaluation.scores.labels, labels.numpy())
     saved = load_video_scores(tmp_path / average)
     assert saved.average == average and evaluation.results["average"] == average
-    np.testing.assert_allclose(saved.probabilities.sum(axis=1), 1.0, atol=1e-9)
+    # softmax: the mean of the model's float32 softmaxes, which sum to 1 within float32
+    # rounding (1.2e-7 measured with multi-threaded kernels); logits: a float64 softmax
+    np.testing.assert_allclose(saved.probabilities.sum(axis=1), 1.0, atol=1e-6)
 
 
 def test_a_scores_file_without_its_average_is_softmax_and_mixed_fusion_is_refused(runs, tmp_path):

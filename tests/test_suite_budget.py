@@ -36,7 +36,8 @@ class Item:
         self.markers.append(marker)
 
 
-def test_synthetic_set_tests_go_first_in_two_groups_the_others_by_module():
+def test_synthetic_set_tests_go_first_in_two_groups_the_others_by_module_longest_first():
+    longest, second_longest = conftest.LONGEST_MODULES[:2]
     items = [
         Item("fast", ["tmp_path"]),
         Item("readme", ["synthetic_flow_run", "synthetic_tsm_online_run"], "test_b"),
@@ -44,14 +45,21 @@ def test_synthetic_set_tests_go_first_in_two_groups_the_others_by_module():
         Item("tiny", ["tiny_runs"], "test_b"),
         Item("online", ["synthetic_tsm_online_run", "synthetic_prepared"]),
         Item("accuracy", ["synthetic_prepared"]),
+        Item("long 2", ["tmp_path"], second_longest),
+        Item("long 1a", ["tmp_path"], longest),
+        Item("long 1b", ["tmp_path"], longest),
     ]
     conftest.pytest_collection_modifyitems(None, items)
-    # the second group starts with what needs no training of the first group's
+    # the second group starts with what needs no training of the first group's; the other
+    # modules follow, the longest first, each module's tests in file order
     assert [item.name for item in items] == [
         "fusion",
         "accuracy",
         "online",
         "readme",
+        "long 1a",
+        "long 1b",
+        "long 2",
         "fast",
         "tiny",
     ]
@@ -63,9 +71,23 @@ def test_synthetic_set_tests_go_first_in_two_groups_the_others_by_module():
         "accuracy": [("synthetic-set-1",)],
         "online": [("synthetic-set-2",)],
         "readme": [("synthetic-set-2",)],
+        "long 1a": [(longest,)],
+        "long 1b": [(longest,)],
+        "long 2": [(second_longest,)],
         "fast": [("test_a",)],
         "tiny": [("test_b",)],
     }
+
+
+def test_the_longest_modules_exist_and_pytest_keeps_the_order_conftest_gives():
+    """A renamed module would silently lose its early start; pytest-xdist's default
+    reordering (by number of tests) would undo the order."""
+    from conftest import REPO_ROOT
+
+    for name in conftest.LONGEST_MODULES:
+        assert (REPO_ROOT / "tests" / f"{name}.py").is_file(), name
+    pyproject = (REPO_ROOT / "pyproject.toml").read_text()
+    assert "--dist loadgroup --no-loadscope-reorder" in pyproject
 
 
 def test_a_fixture_built_once_is_built_by_one_caller_and_read_by_the_next(tmp_path_factory):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import time
@@ -98,17 +99,26 @@ def _start(command, environments, logs: Path, name: str):
 
 
 def _wait_for_checkpoint(run_dir: Path, after: int, workers) -> None:
-    """Until the chief has a checkpoint beyond step `after`."""
+    """Until the chief's checkpoint record (what a resume reads) names a step beyond
+    `after`: a checkpoint's files are written before the record, so a worker stopped in
+    between resumes from the one before."""
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline:
         record = run_dir / "checkpoints" / "checkpoint"
-        if record.is_file():
-            steps = [int(p.stem.split("-")[1]) for p in run_dir.glob("checkpoints/ckpt-*.index")]
-            if steps and max(steps) > after:
-                return
+        latest = re.search(r'^model_checkpoint_path: "ckpt-(\d+)"', _text(record), re.MULTILINE)
+        if latest and int(latest.group(1)) > after:
+            return
         assert all(process.poll() is None for process, _ in workers), "a worker ended early"
         time.sleep(0.1)
     raise AssertionError("no checkpoint within 180 s")
+
+
+def _text(path: Path) -> str:
+    """The file's text, or "" while it does not exist."""
+    try:
+        return path.read_text()
+    except FileNotFoundError:
+        return ""
 
 
 def _exit_of(process, limit: float) -> tuple[int, float]:
