@@ -40,8 +40,8 @@ class TrainedRun:
     recipe: the resolved actrec.config.Recipe the run trained with.
     classes: class names, index = label.
     data_dir: the prepared folder it was trained on (as recorded; may have moved).
-    prepare_settings: that folder's preparation settings (frame_size, flow, fps...), {}
-        when the folder is no longer there.
+    prepare_settings: that folder's preparation settings (frame_size, flow, fps...), else
+        those run.json records (a converted published model), {} when neither is there.
     checkpoint: "final" or "best": which weights `weights_path` is.
     """
 
@@ -76,6 +76,13 @@ def _prepare_settings(data_dir: Path | None) -> dict:
         return {}
     settings = manifest.get("settings", {})
     return settings if isinstance(settings, dict) else {}
+
+
+def _recorded_settings(record: dict) -> dict:
+    """The preparation settings run.json records itself (a converted published model, which
+    has no prepared folder: actrec.published.convert), {} when none."""
+    settings = record.get("prepare_settings")
+    return dict(settings) if isinstance(settings, dict) else {}
 
 
 def load_trained_run(run_dir: Path | str, checkpoint: str = "final") -> TrainedRun:
@@ -114,7 +121,7 @@ def load_trained_run(run_dir: Path | str, checkpoint: str = "final") -> TrainedR
         recipe=load_recipe(run_dir / RECIPE_FILE),
         classes=tuple(str(name) for name in record["classes"]),
         data_dir=data_dir,
-        prepare_settings=_prepare_settings(data_dir),
+        prepare_settings=_prepare_settings(data_dir) or _recorded_settings(record),
         weights_path=weights_path,
         record=record,
         checkpoint=checkpoint,

@@ -7,13 +7,17 @@ from pathlib import Path
 
 import click
 from actrec_cli.console import console, progress_for
+from actrec_cli.convert_report import print_conversion
 from actrec_cli.pretrained_table import print_weights_table, weights_rows
+
+from actrec.config.choices import ARCHITECTURES, MODALITIES, SHIFT_DIRECTIONS
 
 
 @click.group()
 def pretrained() -> None:
     """ImageNet weight files of the backbones: list them, download them, or import files
-    downloaded elsewhere (store: $ACTREC_PRETRAINED, else ./pretrained)."""
+    downloaded elsewhere (store: $ACTREC_PRETRAINED, else ./pretrained); convert published
+    PyTorch video models into actrec runs."""
 
 
 @pretrained.command("list")
@@ -54,3 +58,79 @@ def import_command(file: Path, backbone: str | None, expected_sha256: str | None
 
     path = import_weights(file, backbone=backbone, expected_sha256=expected_sha256)
     console().print(f"installed {path}", highlight=False)
+
+
+@pretrained.command()
+@click.argument("checkpoint", type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "--out",
+    required=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="The run folder to write (must not exist).",
+)
+@click.option(
+    "--classes",
+    help="Class names: a built-in list (`actrec pretrained classes` lists them: kinetics400, "
+    "something-something-v2, jester, ucf101, hmdb51, ...) or a file, one name per line "
+    "[default: from the file name].",
+)
+@click.option(
+    "--architecture",
+    type=click.Choice(ARCHITECTURES),
+    help="tsn or tsm [default: from the file's keys and name].",
+)
+@click.option("--backbone", help="Check the tensors are this backbone [default: from the keys].")
+@click.option("--segments", type=click.IntRange(min=1), help="Segments [default: file name, 8].")
+@click.option(
+    "--modality", type=click.Choice(MODALITIES), help="rgb or flow [default: from the keys]."
+)
+@click.option(
+    "--shift-direction",
+    type=click.Choice(SHIFT_DIRECTIONS),
+    help="A TSM's shift: bidirectional, or online (streaming) [default: online for the online "
+    "demo's MobileNetV2, else bidirectional].",
+)
+def convert(
+    checkpoint: Path,
+    out: Path,
+    classes: str | None,
+    architecture: str | None,
+    backbone: str | None,
+    segments: int | None,
+    modality: str | None,
+    shift_direction: str | None,
+) -> None:
+    """Convert a published PyTorch CHECKPOINT (TSM's, mmaction2's TSN / TSM, torchvision's
+    ImageNet ResNet, TSM's MobileNetV2) into a finished actrec run folder that eval, export,
+    predict and `train --init-from` take. The file is read as data only (no code in it runs);
+    docs/model-zoo.md lists the published files."""
+    from actrec_cli.console import import_tensorflow_quietly
+
+    from actrec.published.convert import ConversionOptions, convert_checkpoint
+
+    import_tensorflow_quietly()
+    options = ConversionOptions(
+        classes=classes,
+        architecture=architecture,
+        backbone=backbone,
+        num_segments=segments,
+        modality=modality,
+        shift_direction=shift_direction,
+    )
+    conversion = convert_checkpoint(checkpoint, out, options)
+    print_conversion(conversion)
+
+
+@pretrained.command("classes")
+@click.argument("name", required=False)
+def classes_command(name: str | None) -> None:
+    """The built-in class lists of the published models (their source's label order), or the
+    names of list NAME, one per line (index = the classifier's output)."""
+    from actrec.published.class_lists import CLASS_LISTS, published_class_names
+
+    if name is not None:
+        for class_name in published_class_names(name):
+            click.echo(class_name)
+        return
+    for list_name in CLASS_LISTS:
+        click.echo(f"{list_name}\t{len(published_class_names(list_name))} classes")

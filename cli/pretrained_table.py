@@ -42,7 +42,9 @@ def print_weights_table(rows: list[dict], urls: bool) -> None:
     for column in columns:
         table.add_column(column, overflow="fold")
     for row in rows:
-        digest = f"md5 {row['file_hash']}" if row["hash_algorithm"] else "none published"
+        digest = "none published"
+        if row["hash_algorithm"]:
+            digest = f"{row['hash_algorithm']} {row['file_hash']}"
         if row["path"] is None:
             state = "[yellow]missing[/]"
         else:

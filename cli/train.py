@@ -52,8 +52,9 @@ from actrec_cli.train_report import (
     default=None,
     metavar="RUN_OR_EXPORT",
     help="Fine-tune: start from a finished run directory or an `actrec export` folder "
-    "(every backbone weight; its classifier when the classes are the same, else a new one). "
-    "Sets model.weights=run:PATH.",
+    "(every backbone weight; its classifier when the classes are the same, else a new one; "
+    "its backbone, temporal shift and preprocessing unless --set gives them). Prints every "
+    "setting that differs from the source's training. Sets model.weights=run:PATH.",
 )
 @click.option(
     "--resume",
@@ -86,12 +87,14 @@ def train(
     """Train a TSN / TSM model. Run one process per worker (see `actrec launch`, TF_CONFIG or
     Slurm); only the chief writes the run directory."""
     import_tensorflow_quietly(start_runtime=False)
+    from actrec.config.overrides import overridden_settings
     from actrec.errors import WorkerLostError
     from actrec.train.memory.recipe_edits import auto_fields
     from actrec.train.preemption import PREEMPTED_EXIT_CODE
     from actrec.train.run import train as train_run
     from actrec.train.strategy import is_chief
 
+    given_settings = overridden_settings(overrides)  # kept over a source's (--init-from)
     if init_from is not None:
         overrides = (*overrides, f"model.weights=run:{init_from}")
     recipe = recipe_from_options(recipe_name, run_dir, resume, overrides, batch_size, remat)
@@ -112,6 +115,7 @@ def train(
             stop_after_steps=stop_after_steps,
             memory_budget=memory_budget,
             on_batch_decision=print_batch_decision if chief else None,
+            given_settings=given_settings,
         )
     except WorkerLostError as error:
         restart = ["actrec", *sys.argv[1:]] + ([] if resume else ["--resume"])

@@ -95,6 +95,9 @@ DISTRIBUTION_OF_MODULE = {
     "matplotlib": "matplotlib",
     "tensorboard": "tensorboard",
 }
+OPTIONAL_DISTRIBUTION_OF_MODULE = {"torch": ("torch", "torch")}
+"""Imports of an optional extra: module -> (extra, distribution). Imported inside the
+functions that need them only, so that everything else runs without the extra."""
 
 
 def test_every_third_party_import_is_a_declared_dependency():
@@ -111,9 +114,32 @@ def test_every_third_party_import_is_a_declared_dependency():
                 elif isinstance(node, ast.ImportFrom) and node.level == 0:
                     imported.add(node.module.split(".")[0])
     third_party = imported - set(sys.stdlib_module_names) - {"actrec", "actrec_cli", "__future__"}
+    optional = third_party & set(OPTIONAL_DISTRIBUTION_OF_MODULE)
+    third_party -= optional
     unknown = third_party - set(DISTRIBUTION_OF_MODULE)
     assert not unknown, f"add these imports to DISTRIBUTION_OF_MODULE and pyproject: {unknown}"
     declared = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
     names = {re.split(r"[<>=\[ ]", requirement)[0].lower() for requirement in declared}
     missing = {DISTRIBUTION_OF_MODULE[module] for module in third_party} - names
     assert not missing, f"pyproject.toml does not declare {missing}"
+    extras = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]
+    for module in optional:
+        extra, distribution = OPTIONAL_DISTRIBUTION_OF_MODULE[module]
+        assert any(item.startswith(distribution) for item in extras[extra]), (extra, module)
+
+
+def test_optional_extras_are_imported_inside_functions_only():
+    """`import torch` at a module's top would make every command need the extra."""
+    import ast
+
+    for folder in ("actrec", "cli"):
+        for path in (REPO_ROOT / folder).rglob("*.py"):
+            for node in ast.parse(path.read_text()).body:
+                names = []
+                if isinstance(node, ast.Import):
+                    names = [alias.name.split(".")[0] for alias in node.names]
+                elif isinstance(node, ast.ImportFrom) and node.level == 0:
+                    names = [node.module.split(".")[0]]
+                assert not set(names) & set(OPTIONAL_DISTRIBUTION_OF_MODULE), path

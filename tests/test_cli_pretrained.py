@@ -10,7 +10,7 @@ import pytest
 from actrec_cli.main import main
 from click.testing import CliRunner
 
-from actrec.config.backbones import backbone_spec
+from actrec.config.backbones import BACKBONES, backbone_spec
 
 MOBILENET_V2 = backbone_spec("mobilenet_v2").weights
 RESNET50 = backbone_spec("resnet50").weights
@@ -53,10 +53,10 @@ def run(environment, *arguments):
 def test_list_shows_every_known_file_present_or_not(environment):
     result = run(environment, "list")
     assert result.exit_code == 0, result.output
-    assert result.output.count("missing") == 17
+    assert result.output.count("missing") == len(BACKBONES)
     assert "nonepublished" in flat(result.output)  # MobileNetV2: Keras publishes no digest
     rows = json.loads(run(environment, "list", "--json").output)
-    assert len(rows) == 17
+    assert len(rows) == len(BACKBONES)
     by_backbone = {row["backbone"]: row for row in rows}
     assert by_backbone["resnet50"] == {
         "backbone": "resnet50",
@@ -91,7 +91,7 @@ def test_import_with_matching_sha256_installs_and_list_shows_it(
     manifest = json.loads((tmp_path / "store" / "manifest.json").read_text())
     assert manifest["files"][MOBILENET_V2.file_name]["sha256"] == sha256
     listing = run(environment, "list", "--verify")
-    assert listing.output.count("missing") == 16
+    assert listing.output.count("missing") == len(BACKBONES) - 1
     rows = json.loads(run(environment, "list", "--json", "--verify").output)
     present = [row for row in rows if row["location"] != "missing"]
     assert [(row["backbone"], row["location"], row["path"]) for row in present] == [

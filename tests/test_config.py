@@ -162,7 +162,7 @@ def test_tsn_hyperparameters():
 
 def test_tsm_hyperparameters():
     recipe = load_recipe("tsm-kinetics400")
-    assert (recipe.model.architecture, recipe.model.backbone) == ("tsm", "resnet50")
+    assert (recipe.model.architecture, recipe.model.backbone) == ("tsm", "resnet50_torchvision")
     assert recipe.data.num_segments == 8
     assert (recipe.train.lr, recipe.train.lr_reference_batch) == (0.02, 128)
     assert recipe.train.lr_coupling == "linear"

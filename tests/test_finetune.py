@@ -122,6 +122,8 @@ def test_init_from_a_run_prints_what_it_loaded_and_records_it(tiny_runs, cli_run
         "num_classes": 8,
         "keeps_classifier": True,
         "stream": 0,
+        "inherited": [],  # a TSM from a TSN keeps its shift (tests/test_source_settings.py)
+        "differences": [],
     }
     assert "model:\n" in (run_dir / "recipe.yaml").read_text()
     assert f"weights: run:{tiny_runs['rgb']}" in (run_dir / "recipe.yaml").read_text()
@@ -188,9 +190,8 @@ def test_init_from_an_export_of_the_earlier_layout_loads_its_weights(
         (
             "rgb",
             ["model.backbone=resnet50"],
-            "it is a mobilenet_v2 at 32 px; train with --set model.backbone=mobilenet_v2",
+            "it is a mobilenet_v2; leave --set model.backbone out (the source's is used)",
         ),
-        ("rgb", ["data.crop_size=48"], "(mobilenet_v2, 48 px) from"),
         ("flow", [], "cross-modality initialisation goes from RGB to flow only"),
         ("missing", [], "is neither a finished run directory"),
         ("unfinished", [], "its training has not finished"),

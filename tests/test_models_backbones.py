@@ -15,6 +15,7 @@ from actrec.models.preprocessing import FramePreprocessing
 
 # Tests run over the registry itself (timm style): a backbone added there is tested here.
 REQUIRED = backbone_names()
+KERAS_APPLICATIONS = [name for name in REQUIRED if backbone_spec(name).layout == "keras"]
 
 # Which keras/src/applications module publishes each backbone's file.
 KERAS_MODULE = {
@@ -58,7 +59,7 @@ class RequestedError(Exception):
 
 @pytest.mark.slow
 @pytest.mark.filterwarnings("ignore:`input_shape` is undefined")
-@pytest.mark.parametrize("name", REQUIRED)
+@pytest.mark.parametrize("name", KERAS_APPLICATIONS)
 def test_weight_file_name_url_and_digest_are_the_ones_keras_requests(name, monkeypatch):
     spec = backbone_spec(name)
     module = keras_module_of(name)

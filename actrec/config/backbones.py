@@ -19,6 +19,7 @@ Importing this module imports neither Keras nor anything of actrec but its error
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,16 +28,29 @@ from actrec.errors import ConfigError
 KERAS_APPLICATIONS_URL = "https://storage.googleapis.com/tensorflow/keras-applications/"
 EFFICIENTNET_URL = "https://storage.googleapis.com/keras-applications/"
 
-PREPROCESSING_MODES = ("caffe", "tf", "torch", "none")
-"""How frames in [0, 255] RGB become backbone input (keras.applications' own modes):
+PREPROCESSING_MODES = ("caffe", "tf", "torch", "none", "tsm", "mmaction2")
+"""How frames in [0, 255] RGB become backbone input (keras.applications' own modes, then
+those of the published PyTorch video models):
 
 - caffe: RGB -> BGR, minus the ImageNet BGR mean (ResNet v1);
 - tf: scaled to [-1, 1] (InceptionV3, MobileNetV2);
 - torch: scaled to [0, 1], minus the ImageNet mean, divided by its standard deviation
   (DenseNet);
 - none: the network rescales inside itself and takes [0, 255] (MobileNetV3, EfficientNet,
-  EfficientNetV2).
+  EfficientNetV2);
+- tsm: RGB as torch; flow as TSM's code normalises it (x / 255 - 0.5, divided by the mean
+  ImageNet standard deviation: mit-han-lab/temporal-shift-module ops/models.py);
+- mmaction2: RGB as torch (mmaction2's mean 123.675, 116.28, 103.53 and std 58.395, 57.12,
+  57.375 are torch's x 255); flow (x - 128) / 128 (its TSN flow configs).
+
+Flow's normalisation differs between sources, so a converted model records the one it was
+trained with (model.preprocessing).
 """
+
+LAYOUTS = ("keras", "pytorch")
+"""Whose network a backbone is: keras.applications' ("keras"), or one built in Keras with a
+PyTorch source's layout ("pytorch": actrec.models.torch_layout), whose published weight
+files are PyTorch files converted on installation."""
 
 SHIFT_FAMILIES = ("resnet", "mobilenet_v2")
 """Backbone families into which a TemporalShift can be inserted (TSM)."""
@@ -44,28 +58,35 @@ SHIFT_FAMILIES = ("resnet", "mobilenet_v2")
 
 @dataclass(frozen=True)
 class WeightsFile:
-    """A no-top ImageNet weight file as Keras publishes it.
+    """A no-top ImageNet weight file as Keras publishes it, or a PyTorch ImageNet file.
 
     `hash_algorithm` is "md5" when Keras checks the file with an MD5 digest (`file_hash`),
-    or None when Keras publishes no digest for it (then nothing is verified against Keras).
+    "sha256-prefix" when the file name carries the first hex digits of its SHA-256
+    (`file_hash`; torch.hub's check of torchvision's files), or None when no digest is
+    published (then nothing is verified against the publisher).
+    `file_name` is the name in the store; `source_file_name` the published PyTorch file's
+    name where the store holds its conversion (None: the store holds the published file).
     """
 
     file_name: str
     url: str
     hash_algorithm: str | None
     file_hash: str | None
+    source_file_name: str | None = None
 
 
 @dataclass(frozen=True)
 class BackboneSpec:
     """One registered backbone.
 
-    constructor: the name of the keras.applications function that builds it.
+    constructor: the name of the function that builds it: in keras.applications, or in
+        actrec.models.torch_layout for layout "pytorch".
     default_input_size: the side of the square images it was trained on, in pixels.
     preprocessing: one of PREPROCESSING_MODES.
     feature_width: channels of the globally pooled no-top features.
     shift_family: "resnet" or "mobilenet_v2" when TSM can be built on it, else None.
     constructor_arguments: extra keyword arguments for the constructor.
+    layout: one of LAYOUTS.
     """
 
     name: str
@@ -76,9 +97,15 @@ class BackboneSpec:
     weights: WeightsFile
     shift_family: str | None = None
     constructor_arguments: dict[str, Any] = field(default_factory=dict)
+    layout: str = "keras"
 
     def keras_constructor(self):
-        """Returns the keras.applications function that builds this backbone."""
+        """Returns the function that builds this backbone (keras.applications', or
+        actrec.models.torch_layout's for a PyTorch layout)."""
+        if self.layout == "pytorch":
+            from actrec.models import torch_layout
+
+            return getattr(torch_layout, self.constructor)
         import keras
 
         return getattr(keras.applications, self.constructor)
@@ -138,6 +165,38 @@ def _mobilenet_v3(size: str, width: int, md5: str) -> BackboneSpec:
         constructor_arguments={"include_preprocessing": True},
     )
 
+
+def _pytorch(name: str, width: int, shift_family: str, url: str) -> BackboneSpec:
+    """A backbone with a PyTorch source's layout; its ImageNet file is `url` (a bare name is
+    one of torchvision's), whose name ends in the first hex digits of its SHA-256 (torch.hub's
+    convention: "resnet50-0676ba61.pth"); the store keeps its conversion to Keras weights."""
+    if "/" not in url:
+        url = f"{TORCHVISION_URL}{url}"
+    source_file_name = url.rsplit("/", 1)[-1].split("?")[0]
+    hash_prefix = re.search(r"-([a-f0-9]+)\.", source_file_name).group(1)
+    return BackboneSpec(
+        name=name,
+        constructor=name,
+        default_input_size=224,
+        preprocessing="tsm",
+        feature_width=width,
+        weights=WeightsFile(
+            f"{name}_notop.weights.h5",
+            url,
+            "sha256-prefix",
+            hash_prefix,
+            source_file_name=source_file_name,
+        ),
+        shift_family=shift_family,
+        layout="pytorch",
+    )
+
+
+TORCHVISION_URL = "https://download.pytorch.org/models/"
+TSM_MOBILENET_V2_URL = (
+    "https://www.dropbox.com/s/47tyzpofuuyyv1b/mobilenetv2_1.0-f2a8633.pth.tar?dl=1"
+)
+"""archs/mobilenet_v2.py's ImageNet file (mit-han-lab/temporal-shift-module)."""
 
 _INCEPTION_V3_FILE = "inception_v3_weights_tf_dim_ordering_tf_kernels_notop.h5"
 _MOBILENET_V2_FILE = "mobilenet_v2_weights_tf_dim_ordering_tf_kernels_1.0_224_no_top.h5"
@@ -199,6 +258,12 @@ _SPECS = [
             "30ee3e1110167f948a6b9946edeeb738",
         ),
     ),
+    # torchvision's ImageNet V1 weights, which TSM's and mmaction2's published models
+    # started from (76.1 % ImageNet top-1; keras.applications' ResNet-50: 74.9 %).
+    # (torchvision/models/resnet.py, ResNet50_Weights.IMAGENET1K_V1 / ResNet101's).
+    _pytorch("resnet50_torchvision", 2048, "resnet", "resnet50-0676ba61.pth"),
+    _pytorch("resnet101_torchvision", 2048, "resnet", "resnet101-63fe2227.pth"),
+    _pytorch("mobilenet_v2_tsm", 1280, "mobilenet_v2", TSM_MOBILENET_V2_URL),
 ]
 
 BACKBONES: dict[str, BackboneSpec] = {spec.name: spec for spec in _SPECS}
@@ -220,9 +285,10 @@ def backbone_spec(name: str) -> BackboneSpec:
 
 
 def spec_for_weights_file(file_name: str) -> BackboneSpec | None:
-    """Returns the backbone whose published no-top weight file is called `file_name`."""
+    """Returns the backbone whose published no-top weight file (or, for a PyTorch layout,
+    the published PyTorch file) is called `file_name`."""
     for spec in BACKBONES.values():
-        if spec.weights.file_name == file_name:
+        if file_name in (spec.weights.file_name, spec.weights.source_file_name):
             return spec
     return None
 

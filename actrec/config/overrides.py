@@ -71,3 +71,12 @@ def apply_overrides(recipe: Recipe, settings: list[str] | tuple[str, ...]) -> Re
             recipe, **{section: dataclasses.replace(config, **{key: coerced})}
         )
     return recipe
+
+
+def overridden_settings(settings: list[str] | tuple[str, ...]) -> frozenset[str]:
+    """The "section.key" (or text key) each "section.key=value" setting names."""
+    names = set()
+    for setting in settings:
+        section, key, _ = _parsed_override(setting)
+        names.add(section if key is None else f"{section}.{key}")
+    return frozenset(names)

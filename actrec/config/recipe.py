@@ -18,6 +18,7 @@ import itertools
 from dataclasses import dataclass, field, fields
 from typing import Literal
 
+from actrec.config.backbones import PREPROCESSING_MODES
 from actrec.config.bounds import at_least, checked
 from actrec.config.choices import (
     AdamState,
@@ -132,6 +133,10 @@ class ModelConfig:
     remat: rematerialise the backbone's blocks (actrec.models.remat): their activations are
         recomputed in the backward pass instead of kept; less memory, more compute, the same
         values, gradients and weights.
+    preprocessing: how frames in [0, 255] become the backbone's input (one of
+        actrec.config.backbones.PREPROCESSING_MODES); None: the backbone's own. A converted
+        published model records its source's ("tsm", "mmaction2"): flow normalisation differs
+        between sources. It has no weights, but the weights were trained under it.
     """
 
     architecture: Architecture = "tsn"
@@ -153,6 +158,11 @@ class ModelConfig:
         "use a momentum in [0, 1) (e.g. 0.9), or null for the backbone's own",
     )
     remat: bool = False
+    preprocessing: str | None = checked(
+        None,
+        lambda mode: mode in PREPROCESSING_MODES,
+        f"choose one of: {', '.join(PREPROCESSING_MODES)}, or null for the backbone's own",
+    )
 
 
 @dataclass(frozen=True)

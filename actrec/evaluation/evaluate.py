@@ -69,14 +69,35 @@ def _scores_or_data_error(data_dir: Path, split: str, compute):
         raise data_loss_error(data_dir, [split], error) from None
 
 
+def _run_label_of_data_label(run, info, data_dir: Path):
+    """int [K]: the run's class index of each of the data's labels when the data holds the
+    run's classes in another order (matched by name), None in the same order; DatasetError
+    naming the classes that differ otherwise."""
+    import numpy as np
+
+    from actrec.models.transfer import classifier_mapping
+
+    if tuple(info.classes) == tuple(run.classes):
+        return None
+    mapping = classifier_mapping(run.classes, info.classes)
+    if mapping is not None:
+        return np.asarray(mapping, np.int64)
+    extra = [name for name in info.classes if name not in set(run.classes)]
+    missing = [name for name in run.classes if name not in set(info.classes)]
+    named = "; ".join(
+        f"{what}: {', '.join(names[:5])}{', ...' if len(names) > 5 else ''}"
+        for what, names in (("not in the run", extra), ("missing", missing))
+        if names
+    )
+    raise DatasetError(
+        f"{data_dir} has {len(info.classes)} classes that are not the {run.num_classes} "
+        f"classes {run.run_dir} was trained on ({named or 'a class name repeated'}); give the "
+        "--data it was trained on, or one prepared with the same class names (any order)"
+    )
+
+
 def _check_data(run, info, data_dir: Path, split: str) -> int:
-    """The number of videos of `split`; DatasetError if the data does not fit the run."""
-    if tuple(info.classes) != tuple(run.classes):
-        raise DatasetError(
-            f"{data_dir} has {len(info.classes)} classes that are not the {run.num_classes} "
-            f"classes {run.run_dir} was trained on; give the --data it was trained on (or one "
-            "prepared from the same dataset)"
-        )
+    """The number of videos of `split`; DatasetError if it has none."""
     videos = info.num_videos.get(split, 0)
     if not videos:
         available = ", ".join(f"{name} ({count})" for name, count in info.num_videos.items())
@@ -111,6 +132,8 @@ def evaluate_run(
     average: what is averaged over a video's views, "logits" (the official TSN / TSM
         evaluation) or "softmax" (actrec.evaluation.scores).
     """
+    import numpy as np
+
     from actrec.data.format.integrity import check_shard_sizes
     from actrec.data.input.clip_spec import clip_spec, dataset_info
     from actrec.data.input.views import ViewSpec, build_view_dataset
@@ -120,7 +143,9 @@ def evaluate_run(
     progress = progress or NullProgress()
     run = load_trained_run(run_dir, checkpoint)
     data_dir = resolve_data_dir(run, data_dir)
-    num_videos = _check_data(run, dataset_info(data_dir), data_dir, split)
+    info = dataset_info(data_dir)
+    run_labels = _run_label_of_data_label(run, info, data_dir)
+    num_videos = _check_data(run, info, data_dir, split)
     check_shard_sizes(data_dir, [split])
     num_segments = protocol.num_segments or run.recipe.data.num_segments
     clip = replace(clip_spec(run.recipe, training=False), num_segments=num_segments)
@@ -138,6 +163,13 @@ def evaluate_run(
         )
     finally:
         progress.finish()
+    if run_labels is not None:
+        progress.message(
+            f"{data_dir} holds the classes of {run.name} in another order: its labels are "
+            "matched to the run's classes by name"
+        )
+        labels = scores.labels
+        scores = replace(scores, labels=np.where(labels >= 0, run_labels[labels], labels))
     metrics = classification_metrics(scores) if scores.is_labelled else None
     results = {
         "name": run.name,

@@ -91,6 +91,13 @@ def _stream_section(stream: ExportedStream, metadata_entry: dict) -> list[str]:
             f"{start.get('backbone')} {start.get('modality')}, {start.get('num_classes')} "
             f"classes; classifier {'kept' if start.get('keeps_classifier') else 'new'})"
         )
+    converted = record.get("converted_from")
+    if isinstance(converted, dict):
+        lines.append(
+            f"- Weights: converted from the published PyTorch file `{converted.get('file_name')}`"
+            f" ({converted.get('layout')} layout, SHA-256 {converted.get('sha256')}) by "
+            "`actrec pretrained convert`; not trained by actrec"
+        )
     lines += [
         f"- Data: `{run.data_dir}`"
         + (

@@ -173,6 +173,7 @@ def build_segment_model(
     name: str | None = None,
     remat: bool = False,
     batch_norm_momentum: float | None = None,
+    preprocessing: str | None = None,
 ) -> keras.Model:
     """Returns a TSN or TSM model: frames [B, T, H, W, C] -> segment-averaged logits [B, K].
 
@@ -192,6 +193,8 @@ def build_segment_model(
     keeping them (actrec.models.remat): less memory, the same values, gradients and weight
     layout, about one more backbone forward pass per step.
     batch_norm_momentum: every BatchNorm's momentum; None keeps the backbone's own.
+    preprocessing: the input normalisation (actrec.config.backbones.PREPROCESSING_MODES);
+    None: the backbone's own.
 
     The keyword names are actrec.config.ModelConfig's fields (keras-hub style: the recipe's
     model section is the constructor's arguments; actrec.models.factory passes it whole).
@@ -237,7 +240,8 @@ def build_segment_model(
     frames = keras.Input((num_segments, size, size, channels), name="frames")  # [B, T, H, W, C]
     x = frames
     if include_preprocessing:
-        x = FramePreprocessing(spec.preprocessing, modality, name="preprocessing")(x)
+        mode = preprocessing or spec.preprocessing
+        x = FramePreprocessing(mode, modality, name="preprocessing")(x)
     x = MergeSegments(name="merge_segments")(x)  # [B*T, H, W, C]
     x = network(x)  # [B*T, F]
     x = keras.layers.Dropout(dropout, name="dropout")(x)

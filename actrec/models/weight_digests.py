@@ -70,6 +70,11 @@ def verification_summary(spec: BackboneSpec, expected_sha256: str | None) -> str
     checks = []
     if spec.weights.hash_algorithm == "md5":
         checks.append(f"Keras's published MD5 {spec.weights.file_hash}")
+    if spec.weights.hash_algorithm == "sha256-prefix":
+        checks.append(
+            f"the SHA-256 prefix {spec.weights.file_hash} of {spec.weights.source_file_name} "
+            "(then converted to Keras weights)"
+        )
     if expected_sha256 is not None:
         checks.append(f"the given SHA-256 {expected_sha256.strip().lower()}")
     if not checks:

@@ -16,7 +16,12 @@ from pathlib import Path
 from actrec.atomic import commit_temporary, temporary_path
 from actrec.config.backbones import BACKBONES, BackboneSpec, backbone_spec, spec_for_weights_file
 from actrec.errors import WeightsError
-from actrec.models.weight_digests import READ_CHUNK_BYTES, verification_summary, verified_digests
+from actrec.models.weight_digests import (
+    READ_CHUNK_BYTES,
+    file_digests,
+    verification_summary,
+    verified_digests,
+)
 from actrec.models.weight_store import (
     OFFLINE_ENVIRONMENT,
     STORE_ENVIRONMENT,
@@ -36,7 +41,11 @@ def _install(
     """Verifies `temporary` (inside `directory`) and renames it to the canonical name;
     on any failure the temporary file is removed and nothing is installed."""
     try:
-        digests = verified_digests(temporary, spec, expected_sha256)
+        if spec.layout == "pytorch":
+            temporary = _converted(spec, temporary, directory, expected_sha256)
+            digests = file_digests(temporary)
+        else:
+            digests = verified_digests(temporary, spec, expected_sha256)
         destination = directory / spec.weights.file_name
         commit_temporary(temporary, destination)
     except BaseException:
@@ -45,6 +54,29 @@ def _install(
         raise
     record_installed(directory, spec, digests, source, verification_summary(spec, expected_sha256))
     return destination
+
+
+def _converted(
+    spec: BackboneSpec, temporary: Path, directory: Path, expected_sha256: str | None
+) -> Path:
+    """The PyTorch file `temporary` checked (its name's SHA-256 prefix, `expected_sha256`)
+    and converted to a Keras weight file in `directory` (actrec.published.imagenet); the
+    PyTorch file is removed. Returns the converted file's temporary path."""
+    from actrec.published.imagenet import check_source_digest, convert_imagenet_file
+
+    digests = verified_digests(temporary, spec, expected_sha256)
+    check_source_digest(temporary, spec, digests.sha256)
+    converted = directory / f".{spec.name}.converting.weights.h5"
+    try:
+        convert_imagenet_file(temporary, spec, converted)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            converted.unlink()
+        raise
+    finally:
+        with contextlib.suppress(OSError):
+            temporary.unlink()
+    return converted
 
 
 def _prepared_store(directory: Path | None) -> Path:
@@ -136,7 +168,11 @@ def import_weights(
                 "name the backbone with --backbone"
             )
     # Check before copying too, so a wrong file is rejected without a copy.
-    verified_digests(source, spec, expected_sha256)
+    digests = verified_digests(source, spec, expected_sha256)
+    if spec.layout == "pytorch":
+        from actrec.published.imagenet import check_source_digest
+
+        check_source_digest(source, spec, digests.sha256)
     directory = _prepared_store(directory)
     temporary = temporary_path(directory / spec.weights.file_name)
     try:

@@ -115,10 +115,11 @@ def missing_weights_message(spec: BackboneSpec) -> str:
     """Returns the error text for a weight file that is not available locally."""
     searched = ", ".join(str(directory) for directory in search_directories())
     weights = spec.weights
+    downloaded = weights.source_file_name or weights.file_name
     return (
         f"ImageNet weights for backbone {spec.name!r} are not available: no file "
         f"{weights.file_name} in {searched}. On a machine with internet access download "
         f"{weights.url} and copy it here, then run `actrec pretrained import "
-        f"PATH/{weights.file_name}`; or, where this machine may download, run "
+        f"PATH/{downloaded}`; or, where this machine may download, run "
         f"`actrec pretrained fetch {spec.name}`."
     )

@@ -69,11 +69,41 @@ def check_worker_count(run_dir: Path, recipe, previous_record: dict, num_workers
     )
 
 
-def open_run_directory(strategy, recipe, cluster, run_dir: Path, resume: str | None):
+def check_same_classes(run_dir: Path, previous_record: dict, classes) -> None:
+    """ConfigError when the data a run resumes on holds other classes than it trained on, or
+    the same ones in another order: its classifier's rows and the records' labels would no
+    longer agree (a new run from it, `--init-from`, maps them by name)."""
+    trained = previous_record.get("classes")
+    if classes is None or not isinstance(trained, list) or list(classes) == trained:
+        return
+    if sorted(classes) == sorted(trained):
+        moved = next(name for name, other in zip(classes, trained, strict=True) if name != other)
+        raise ConfigError(
+            f"{run_dir} trained on the same classes in another order (class {moved!r} is label "
+            f"{trained.index(moved)} there, {list(classes).index(moved)} in the data): resume "
+            "on the data it was trained on, or start a new run from it with --init-from RUN "
+            "(which matches the classes by name)"
+        )
+    added = sorted(set(classes) - set(trained))
+    missing = sorted(set(trained) - set(classes))
+    raise ConfigError(
+        f"{run_dir} trained on other classes than the data holds (the data adds "
+        f"{added[:3] or 'none'}, lacks {missing[:3] or 'none'}): resume on the data it was "
+        "trained on, or start a new run from it with --init-from RUN"
+    )
+
+
+def open_run_directory(
+    strategy, recipe, cluster, run_dir: Path, resume: str | None, given_settings=(), classes=None
+):
     """(recipe, has_run, the previous run.json): the chief's verdict on `run_dir`, agreed by
-    every worker. A resumed run's recipe takes the auto batch numbers its recipe.yaml holds."""
+    every worker. A resumed run's recipe takes the auto batch numbers its recipe.yaml holds,
+    and the settings its run.json records as inherited from its starting point (except
+    those in `given_settings`, the command line's; actrec.train.source_settings); its data's
+    `classes` must be those it trained on, in the same order."""
     from actrec.config.files import load_recipe
     from actrec.train.memory.recipe_edits import auto_fields, with_saved_decision
+    from actrec.train.source_settings import with_recorded_inheritance
 
     has_run, refusal, previous_record = False, None, {}
     if cluster.is_chief:
@@ -82,9 +112,11 @@ def open_run_directory(strategy, recipe, cluster, run_dir: Path, resume: str | N
             if has_run:
                 if auto_fields(recipe):  # the run's recipe.yaml holds the numbers it chose
                     recipe = with_saved_decision(recipe, load_recipe(str(run_dir / RECIPE_FILE)))
-                check_same_recipe(run_dir, recipe)
                 previous_record = read_run_record(run_dir)
+                recipe = with_recorded_inheritance(recipe, previous_record, given_settings)
+                check_same_recipe(run_dir, recipe)
                 check_worker_count(run_dir, recipe, previous_record, cluster.num_workers)
+                check_same_classes(run_dir, previous_record, classes)
         except ActrecError as error:
             refusal = error
     if agreed_flag(strategy, refusal is not None, cluster.num_workers):

@@ -11,6 +11,10 @@ phase of the schedule reads its own input pipeline, seeded by its first epoch, s
 resumed run sees exactly the batches it would have seen; it starts the pipeline at its
 position without reading the clips before it (actrec.train.input_pipelines).
 
+A run started from another (model.weights "run:PATH") takes the source's settings without
+weights (the temporal shift, the preprocessing) unless `given_settings` names them, and
+recipe.yaml holds them (actrec.train.source_settings).
+
 train.batch_size / train.max_per_replica_batch "auto" are resolved before the model is built
 (actrec.train.auto_batch): the chief probes, every worker receives the numbers, recipe.yaml
 holds them, and a resumed run reuses them without probing.
@@ -19,7 +23,7 @@ holds them, and a resumed run reuses them without probing.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -68,6 +72,7 @@ def train(
     environ=None,
     memory_budget: int | None = None,
     on_batch_decision: Callable[[BatchDecision], None] | None = None,
+    given_settings: Collection[str] = (),
 ) -> TrainSummary:
     """Train `recipe` on `prepared_dir` into `run_dir` (every worker calls this).
 
@@ -78,6 +83,9 @@ def train(
     train.max_per_replica_batch=auto); None: actrec.train.memory.default_memory_budget.
     on_batch_decision: called with the actrec.train.memory.BatchDecision once the chief has
     probed (before training starts), e.g. to print its table.
+    given_settings: the recipe settings ("section.key") the command line gave (`--set`): a
+    run started from another keeps these, and takes the source's for the other settings
+    without weights (actrec.train.source_settings); a recipe file's own values do not count.
     """
     from actrec.train.strategy import cluster_from_environment
 
@@ -92,6 +100,7 @@ def train(
     from actrec.train.run_record import start_run_folder
     from actrec.train.starting_point import (
         load_starting_weights,
+        recipe_from_source,
         starting_point,
         training_recipe,
     )
@@ -100,13 +109,17 @@ def train(
     validate_recipe(recipe)
     data = check_training_data(recipe, prepared_dir)
     requested = recipe
-    recipe, has_run, previous = open_run_directory(strategy, recipe, cluster, run_dir, resume)
+    recipe, has_run, previous = open_run_directory(
+        strategy, recipe, cluster, run_dir, resume, given_settings, data.info.classes
+    )
+    start = starting_point(recipe, data.info.classes, previous, given_settings)
+    recipe = recipe_from_source(recipe, start)
+    validate_recipe(recipe)
     recipe, decision = _decided_batch(
         strategy, requested, recipe, cluster, has_run, data, memory_budget, progress
     )
     if decision is not None and on_batch_decision is not None:
         on_batch_decision(decision)
-    start = starting_point(recipe, data.info.classes, previous)
     if cluster.is_chief:
         start_run_folder(
             run_dir, recipe, prepared_dir, data, cluster, has_run, decision, previous, start

@@ -9,22 +9,31 @@ are fine (neither has weights). After the model is built, every backbone weight 
 from the source and the classifier kept when the classes are the source's, as TSM's
 `--tune_from` does (actrec.models.transfer).
 
+The settings without weights that shape what the loaded weights compute (the temporal
+shift, the preprocessing) come from the source unless the command line gave them, and
+every difference from the source's training is reported (actrec.train.source_settings).
+
 A kept classifier trains at the base rate: the recipe's classifier_lr_mult is for a NEW
 classifier (TSM main.py: `fc_lr5 = not (tune_from and dataset in tune_from)`). run.json
-records the starting point ("initialised_from"), which a resumed run reuses without
-reading the source again.
+records the starting point ("initialised_from": the source, the settings inherited and the
+differences), which a resumed run reuses without reading the source again.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, replace
+from collections.abc import Collection
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
 from actrec.config.choices import trained_weights_path
 from actrec.errors import ConfigError
 from actrec.models.transfer import classifier_mapping
-
-RECORD_KEY = "initialised_from"
+from actrec.train.source_settings import (
+    RECORD_KEY,
+    SourceSettings,
+    source_settings,
+    with_inherited,
+)
 
 
 @dataclass(frozen=True)
@@ -33,6 +42,7 @@ class StartingPoint:
 
     kind: "run" or "export"; stream: the export stream used (index in actrec.json).
     keeps_classifier: the source's classes are the run's (in any order).
+    settings: what the run inherits from the source and how it differs from its training.
     """
 
     path: str
@@ -44,13 +54,20 @@ class StartingPoint:
     num_classes: int
     keeps_classifier: bool
     stream: int = 0
+    settings: SourceSettings = field(default_factory=SourceSettings)
 
     def to_json(self) -> dict:
-        return asdict(self)
+        """The source's fields, then "inherited" and "differences" (run.json)."""
+        plain = {item.name: getattr(self, item.name) for item in fields(self)}
+        del plain["settings"]
+        return {**plain, **self.settings.to_json()}
 
     @classmethod
     def from_json(cls, record: dict) -> StartingPoint:
-        return cls(**{key: record[key] for key in cls.__dataclass_fields__})
+        """A recorded starting point (records written before the settings were: none)."""
+        plain = {item.name: record[item.name] for item in fields(cls) if item.name in record}
+        plain.pop("settings", None)
+        return cls(**plain, settings=SourceSettings.from_json(record))
 
     def describe(self) -> str:
         return (
@@ -68,17 +85,22 @@ class _Source:
     stream: int = 0
 
 
-def starting_point(recipe, classes, previous: dict) -> StartingPoint | None:
+def starting_point(
+    recipe, classes, previous: dict, given: Collection[str] = ()
+) -> StartingPoint | None:
     """The checked starting point of `recipe` (model.weights "run:PATH") for data with
-    `classes`, None for ImageNet / random / a weight file. A resumed run (`previous`
-    run.json) keeps the one it started from. ConfigError naming both sides and the fix."""
+    `classes`, None for ImageNet / random / a weight file, with the settings the run
+    inherits (all but those `given` on the command line, "section.key") and its
+    differences from the source's training. A resumed run (`previous` run.json) keeps the
+    one it started from. ConfigError naming both sides and the fix."""
     path = trained_weights_path(recipe.model.weights)
     if path is None:
         return None
     if isinstance(previous.get(RECORD_KEY), dict):
         return StartingPoint.from_json(previous[RECORD_KEY])
     source = _read_source(Path(path), recipe.data.modality)
-    _check_compatible(source, recipe)
+    settings = source_settings(recipe, source.recipe, given)
+    _check_compatible(source, with_inherited(recipe, settings.inherited))
     model = source.recipe.model
     return StartingPoint(
         path=str(source.path.resolve()),
@@ -90,7 +112,13 @@ def starting_point(recipe, classes, previous: dict) -> StartingPoint | None:
         num_classes=len(source.classes),
         keeps_classifier=classifier_mapping(source.classes, classes) is not None,
         stream=source.stream,
+        settings=settings,
     )
+
+
+def recipe_from_source(recipe, start: StartingPoint | None):
+    """`recipe` with the settings it inherits from its starting point."""
+    return recipe if start is None else with_inherited(recipe, start.settings.inherited)
 
 
 def training_recipe(recipe, start: StartingPoint | None):
@@ -102,7 +130,9 @@ def training_recipe(recipe, start: StartingPoint | None):
 
 def load_starting_weights(model, start: StartingPoint, recipe, classes) -> list[str]:
     """Loads the starting point's weights into `model` (built from `recipe` for `classes`);
-    returns what was loaded and made new, one line each, for the user."""
+    returns what was loaded and made new, the settings inherited and the differences from
+    the source's training (a warning starts with "warning: "), one line each, for the
+    user."""
     from actrec.models.transfer import transfer_weights
 
     source = _read_source(Path(start.path), recipe.data.modality)
@@ -119,7 +149,7 @@ def load_starting_weights(model, start: StartingPoint, recipe, classes) -> list[
             f"the kept classifier trains at the base rate (the recipe's classifier_lr_mult "
             f"{recipe.train.classifier_lr_mult:g} is for a new one, as TSM's fc_lr5)"
         )
-    return lines
+    return [*lines, *start.settings.lines()]
 
 
 # --- the source ------------------------------------------------------------------------------
@@ -169,18 +199,17 @@ def _export_source(path: Path, modality: str) -> _Source:
 
 
 def _check_compatible(source: _Source, recipe) -> None:
-    from actrec.config.recipe import resolved_input_size
-
+    """ConfigError for a start the loaded weights cannot make: another backbone (given on
+    the command line: the source's is inherited otherwise), flow -> RGB. Another input size
+    is allowed (convolutions and global pooling hold no size) and warned
+    (actrec.train.source_settings)."""
     mine, theirs = recipe.model, source.recipe.model
-    size = resolved_input_size(mine, recipe.data)
-    source_size = resolved_input_size(theirs, source.recipe.data)
     names = f"{source.path} ({source.recipe.name})"
-    if theirs.backbone != mine.backbone or size != source_size:
+    if theirs.backbone != mine.backbone:
         raise ConfigError(
-            f"cannot start {recipe.name} ({mine.backbone}, {size} px) from {names}: it is a "
-            f"{theirs.backbone} at {source_size} px; train with --set "
-            f"model.backbone={theirs.backbone} --set data.crop_size={source_size}, or start "
-            "from a run of this backbone and size (or from ImageNet: model.weights=imagenet)"
+            f"cannot start {recipe.name} ({mine.backbone}) from {names}: it is a "
+            f"{theirs.backbone}; leave --set model.backbone out (the source's is used), or "
+            "start from a run of this backbone (or from ImageNet: model.weights=imagenet)"
         )
     if source.recipe.data.modality == "flow" and recipe.data.modality == "rgb":
         raise ConfigError(

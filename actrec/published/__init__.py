@@ -1,0 +1,1 @@
+"""Published video models: their files, layouts and class lists."""

@@ -1,0 +1,304 @@
+"""`actrec pretrained convert`: a published PyTorch checkpoint -> a finished actrec run folder.
+
+    CHECKPOINT  --read-->  tensors (actrec.published.torch_files: weights only, no code run)
+                --keys-->  layout, backbone, shift, input channels, classes
+                           (actrec.published.layouts)
+                --name-->  segments, sampling, dataset (actrec.published.file_names)
+                --options->  what neither says (--classes, --segments, --architecture, ...)
+                -->  OUT/recipe.yaml, OUT/run.json, OUT/final.weights.h5
+
+The folder is a run like one `actrec train` finishes: `actrec eval`, `export` (every format),
+`predict` and `train --init-from` take it. run.json records the file (path, SHA-256, layout),
+where each setting came from, and the input preparation the source trained on (frame size,
+flow method), which predict and export reproduce. The folder appears whole or not at all.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from actrec import __version__
+from actrec.errors import ConfigError, OutputError
+from actrec.published.file_names import (
+    TSM_DENSE_INTERVAL_FRAMES,
+    NamedSettings,
+    settings_from_file_name,
+)
+from actrec.published.layouts import PublishedNetwork, published_network
+
+RECORD_KEY = "converted_from"
+IMAGENET_CLASSES = 1000
+DEFAULT_SEGMENTS = 8
+ONLINE_DEMO_CLASSES = {27: "jester"}
+"""The online demo's released model (mobilenetv2_jester_online.pth.tar): 27 Jester classes."""
+SOURCE_FRAME_SIZES = {"kinetics400": "331", "something-something-v2": "256"}
+"""Short side of TSM's extracted frames (tools/vid2img_kinetics.py: scale=-1:331;
+tools/vid2img_sthv2.py: scale=-1:256); 256 elsewhere."""
+SOURCE_FLOW_METHOD = "tvl1"
+"""TSM's and mmaction2's flow models were trained on TV-L1 flow."""
+
+
+@dataclass(frozen=True)
+class ConversionOptions:
+    """What the user says where the file does not (None: from the file)."""
+
+    classes: str | None = None  # a built-in list name (actrec.published.class_lists) or a file
+    architecture: str | None = None  # "tsn" or "tsm"
+    backbone: str | None = None
+    num_segments: int | None = None
+    modality: str | None = None
+    shift_direction: str | None = None  # "bidirectional" or "online"
+
+
+@dataclass(frozen=True)
+class Conversion:
+    """A converted checkpoint: the run folder written and what it holds."""
+
+    run_dir: Path
+    recipe: object  # actrec.config.recipe.Recipe
+    classes: tuple[str, ...]
+    record: dict
+    notes: tuple[str, ...] = field(default=())
+
+
+def _chosen(name: str, given, from_file, from_keys=None, default=None):
+    """(value, where it came from): the option, else the keys, else the file name, else the
+    default; an option that contradicts the keys is refused."""
+    if given is not None:
+        if from_keys is not None and given != from_keys:
+            raise ConfigError(
+                f"--{name} {given}: the checkpoint's tensors are a {from_keys} network "
+                f"(leave --{name} out)"
+            )
+        return given, "option"
+    if from_keys is not None:
+        return from_keys, "tensors"
+    if from_file is not None:
+        return from_file, "file name"
+    return default, "default"
+
+
+def _online_demo(network: PublishedNetwork) -> bool:
+    return network.layout == "mobilenet" and network.num_classes != IMAGENET_CLASSES
+
+
+def _settings(network: PublishedNetwork, named: NamedSettings, options: ConversionOptions):
+    """Every architecture and clip setting with its origin: {key: (value, origin)}."""
+    modality_from_keys = "rgb" if network.input_channels == 3 else "flow"
+    settings = {
+        "backbone": _chosen("backbone", options.backbone, None, network.backbone),
+        "modality": _chosen("modality", options.modality, named.modality, modality_from_keys),
+    }
+    # The shift has no weights: a TSM's tensors are a TSN's, so --architecture may differ
+    # from what the keys say (a shift wrapper) without contradicting them.
+    if options.architecture is not None:
+        settings["architecture"] = (options.architecture, "option")
+    elif network.shift_placement is not None:
+        settings["architecture"] = ("tsm", "tensors")
+    else:
+        settings["architecture"] = _chosen(
+            "architecture",
+            None,
+            named.architecture,
+            None,
+            "tsm" if _online_demo(network) else "tsn",
+        )
+    settings["shift_direction"] = _chosen(
+        "shift-direction",
+        options.shift_direction,
+        None,
+        None,
+        "online" if _online_demo(network) else "bidirectional",
+    )
+    settings["shift_placement"] = _chosen(
+        "placement", None, named.shift_placement, network.shift_placement, "blockres"
+    )
+    settings["shift_fraction"] = _chosen("shift", None, named.shift_fraction, None, 1 / 8)
+    settings["num_segments"] = _chosen(
+        "segments", options.num_segments, named.num_segments, None, DEFAULT_SEGMENTS
+    )
+    settings["new_length"] = (
+        (1, "tensors") if network.input_channels == 3 else (network.input_channels // 2, "tensors")
+    )
+    settings["sampling"] = ("dense", "file name") if named.dense else ("tsn", "default")
+    return settings
+
+
+def _dataset(network: PublishedNetwork, named: NamedSettings) -> str | None:
+    if named.dataset is not None:
+        return named.dataset
+    if _online_demo(network):
+        return ONLINE_DEMO_CLASSES.get(network.num_classes)
+    return None
+
+
+def _class_names(network, named, options, source: Path) -> tuple[tuple[str, ...], str]:
+    """The classifier's class names and where they came from."""
+    from actrec.published.class_lists import CLASS_LISTS, resolve_class_names
+
+    if options.classes is not None:
+        return resolve_class_names(options.classes, network.num_classes), options.classes
+    dataset = _dataset(network, named)
+    if dataset is not None:
+        return resolve_class_names(dataset, network.num_classes), dataset
+    if network.num_classes == IMAGENET_CLASSES:
+        names = tuple(f"imagenet_{index:04d}" for index in range(IMAGENET_CLASSES))
+        return names, "ImageNet indices (no names shipped)"
+    raise ConfigError(
+        f"{source.name} does not say which dataset its {network.num_classes} classes are; "
+        f"give --classes NAME ({', '.join(CLASS_LISTS)}) "
+        f"or --classes FILE (one name per line, {network.num_classes} lines)"
+    )
+
+
+def _recipe(stem: str, settings: dict, network: PublishedNetwork, source_url: str):
+    """The converted run's recipe: the source's clip and network, TSM's Kinetics schedule."""
+    from actrec.config.files import load_recipe
+    from actrec.config.validate import validate_recipe
+
+    value = {key: chosen for key, (chosen, _) in settings.items()}
+    base = load_recipe("tsm-kinetics400")
+    segments = value["num_segments"]
+    data = replace(
+        base.data,
+        modality=value["modality"],
+        num_segments=segments,
+        new_length=value["new_length"],
+        crop_size=224,
+        scale_size=256,
+        sampling=value["sampling"],
+        frame_interval=max(1, TSM_DENSE_INTERVAL_FRAMES // segments),
+        scales=(1.0, 0.875, 0.75, 0.66) if value["modality"] == "rgb" else (1.0, 0.875, 0.75),
+    )
+    model = replace(
+        base.model,
+        architecture=value["architecture"],
+        backbone=value["backbone"],
+        weights="imagenet",  # where the source started; the run's weights are the file's
+        shift_fraction=value["shift_fraction"],
+        shift_placement=value["shift_placement"],
+        shift_direction=value["shift_direction"],
+        preprocessing="mmaction2" if network.layout == "mmaction2" else "tsm",
+    )
+    recipe = replace(
+        base,
+        name=f"converted-{stem}",
+        description=f"{stem}, converted from {network.layout}'s PyTorch checkpoint",
+        reference=f"Converted by `actrec pretrained convert` from {source_url}",
+        data=data,
+        model=model,
+    )
+    validate_recipe(recipe)
+    return recipe
+
+
+def _prepare_settings(dataset: str | None, modality: str) -> dict:
+    from actrec.data.prepare.encode_video import PrepareSettings
+
+    settings = PrepareSettings(
+        frame_size=SOURCE_FRAME_SIZES.get(dataset or "", "256"),
+        flow=SOURCE_FLOW_METHOD if modality == "flow" else PrepareSettings().flow,
+    )
+    return settings.to_dict()
+
+
+def _check_output(out: Path) -> None:
+    if out.exists():
+        raise OutputError(
+            f"{out} already exists; give a new --out folder (nothing was written, the "
+            "existing folder is untouched)"
+        )
+    if not out.parent.is_dir():
+        raise OutputError(f"{out.parent} is not a folder; create it or give another --out")
+
+
+def convert_checkpoint(
+    checkpoint_path: Path | str, out: Path | str, options: ConversionOptions | None = None
+) -> Conversion:
+    """Converts the published checkpoint at `checkpoint_path` into a finished run folder `out`
+    (which must not exist); see the module docstring. Errors name the file and the fix, and
+    leave nothing behind."""
+    from actrec.published.torch_files import read_torch_checkpoint
+
+    options = options or ConversionOptions()
+    source, out = Path(checkpoint_path), Path(out)
+    _check_output(out)
+    checkpoint = read_torch_checkpoint(source)
+    network = published_network(checkpoint.state_dict)
+    named = settings_from_file_name(source.name)
+    if named.non_local:
+        raise ConfigError(
+            f"{source.name} is a non-local TSM (its name ends in _nl): actrec has no non-local "
+            "blocks; convert the TSM without them"
+        )
+    settings = _settings(network, named, options)
+    classes, classes_from = _class_names(network, named, options, source)
+    recipe = _recipe(source.name.split(".")[0], settings, network, str(source))
+    dataset = _dataset(network, named) if options.classes is None else None
+    record = {
+        "actrec": __version__,
+        "data": None,
+        "classes": list(classes),
+        "num_classes": len(classes),
+        "status": "finished",
+        "prepare_settings": _prepare_settings(dataset, recipe.data.modality),
+        RECORD_KEY: {
+            "file": str(source.resolve()),
+            "file_name": source.name,
+            "sha256": checkpoint.sha256,
+            "file_format": checkpoint.file_format,
+            "layout": network.layout,
+            "classes": classes_from,
+            "settings": {key: {"value": v, "from": o} for key, (v, o) in settings.items()},
+            "metadata": checkpoint.metadata,
+        },
+    }
+    _write_run(out, recipe, classes, record, network, source)
+    return Conversion(out, recipe, classes, record, _notes(network, settings))
+
+
+def _notes(network: PublishedNetwork, settings: dict) -> tuple[str, ...]:
+    notes = []
+    if network.layout == "torchvision" or (
+        network.layout == "mobilenet" and network.num_classes == IMAGENET_CLASSES
+    ):
+        notes.append(
+            "an ImageNet classifier: start a video model from it with `actrec train "
+            "--init-from` (the classifier is replaced), or install it as the backbone's "
+            "ImageNet weights with `actrec pretrained import`"
+        )
+    defaults = [key for key, (_, origin) in settings.items() if origin == "default"]
+    if defaults:
+        notes.append(f"not said by the file, defaults used: {', '.join(sorted(defaults))}")
+    return tuple(notes)
+
+
+def _write_run(out: Path, recipe, classes, record, network, source: Path) -> None:
+    """Writes the run folder under a temporary name and renames it to `out` (atomic)."""
+    from actrec.config.files import dump_recipe
+    from actrec.models.factory import build_model
+    from actrec.published.weights import set_published_weights
+    from actrec.runs import FINAL_WEIGHTS_FILE, RECIPE_FILE, write_run_record
+    from actrec.trained_run import without_pretrained_weights
+
+    model = build_model(without_pretrained_weights(recipe).model, recipe.data, len(classes))
+    set_published_weights(model, network, str(source))
+    temporary = out.with_name(f".{out.name}.converting")
+    shutil.rmtree(temporary, ignore_errors=True)
+    temporary.mkdir()
+    try:
+        model.save_weights(str(temporary / FINAL_WEIGHTS_FILE))
+        dump_recipe(recipe, temporary / RECIPE_FILE)
+        write_run_record(temporary, record)
+        temporary.rename(out)
+    except BaseException:
+        shutil.rmtree(temporary, ignore_errors=True)
+        raise
+
+
+def settings_table(conversion: Conversion) -> list[tuple[str, str, str]]:
+    """(setting, value, where it came from) rows of a conversion, for the CLI."""
+    settings = conversion.record[RECORD_KEY]["settings"]
+    return [(key, str(item["value"]), item["from"]) for key, item in settings.items()]
