@@ -282,10 +282,7 @@ def test_converted_model_fine_tunes_exports_and_predicts(
     reversed_classes = _class_file(tmp_path, classes[::-1])
     convert(cli_runner, checkpoint, converted, "--classes", reversed_classes)
     assert (converted / RECIPE_FILE).is_file()
-    # The classes in another order than the data's are matched by name.
-    evaluated = cli_runner("eval", converted, "--data", prepared)
-    assert evaluated.exit_code == 0, evaluated.output
-    assert "top-1" in evaluated.output
+    # Its classes are the data's in reverse order: `--init-from` matches them by name.
     # The tiny runs' settings but the backbone (the source's is inherited) and a BatchNorm
     # momentum of 0 (one step's statistics would replace the converted ones).
     settings = [
