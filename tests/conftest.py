@@ -101,6 +101,7 @@ LONGEST_MODULES = (
     "test_evaluate",
     "test_multiworker",
     "test_finetune",
+    "test_published_convert",
     "test_predict",
     "test_tflite_export",
     "test_training_resilience",
