@@ -87,8 +87,9 @@ def check_same_classes(run_dir: Path, previous_record: dict, classes) -> None:
     added = sorted(set(classes) - set(trained))
     missing = sorted(set(trained) - set(classes))
     raise ConfigError(
-        f"{run_dir} trained on other classes than the data holds (the data adds "
-        f"{added[:3] or 'none'}, lacks {missing[:3] or 'none'}): resume on the data it was "
+        f"{run_dir} trained on other classes than the data holds ({len(trained)} trained, "
+        f"{len(classes)} in the data; the data adds {added[:3] or 'none'}, lacks "
+        f"{missing[:3] or 'none'}): resume on the data it was "
         "trained on, or start a new run from it with --init-from RUN"
     )
 
