@@ -338,8 +338,9 @@ def test_fusion_on_the_synthetic_set_is_no_worse_than_the_better_stream(
     tsm = evaluate_run(synthetic_tsm_run[1], protocol, out_dir=tmp_path / "tsm")
     flow = evaluate_run(synthetic_flow_run[1], protocol, out_dir=tmp_path / "flow")
     fused = fuse_evaluations([tsm, flow], out_dir=tmp_path / "fused")
-    # Each stream's accuracy is test_train_accuracy's claim; here, a fusion worth testing.
-    assert flow.metrics.top1 >= 0.9 and tsm.metrics.top1 >= 0.8
+    # Each stream's accuracy is test_train_accuracy's claim (the TSM's bound there is 0.75:
+    # it measured 78.6 % once); here, a fusion worth testing.
+    assert flow.metrics.top1 >= 0.9 and tsm.metrics.top1 >= 0.75
     # no worse than the better stream, give or take one video
     assert fused.metrics.top1 >= max(tsm.metrics.top1, flow.metrics.top1) - 1 / 56
     assert fused.metrics.num_videos == 56

@@ -17,14 +17,23 @@ class Reporter:
         self.lines.append(line)
 
 
-def test_the_summary_gives_the_suite_time_and_warns_only_past_the_budget(monkeypatch):
+@pytest.mark.parametrize(("avx512", "budget"), [(False, 30.0), (True, 12.8)])
+def test_the_summary_gives_the_suite_time_and_warns_only_past_the_cpu_s_budget(
+    monkeypatch, avx512, budget
+):
     reporter = Reporter()
-    monkeypatch.setattr(conftest, "_SESSION_START", time.monotonic() - 29 * 60)
+    monkeypatch.setattr(conftest, "has_avx512", lambda: avx512)
+    cpu = "with" if avx512 else "without"
+    monkeypatch.setattr(conftest, "_SESSION_START", time.monotonic() - (budget - 1) * 60)
     conftest.pytest_terminal_summary(reporter, 0, None)
-    assert reporter.lines == ["actrec suite: 29.0 min"]
-    monkeypatch.setattr(conftest, "_SESSION_START", time.monotonic() - 31 * 60)
+    assert reporter.lines == [
+        f"actrec suite: {budget - 1:.1f} min (budget {budget:.1f} min on a CPU {cpu} AVX-512)"
+    ]
+    monkeypatch.setattr(conftest, "_SESSION_START", time.monotonic() - (budget + 1) * 60)
     conftest.pytest_terminal_summary(reporter, 0, None)
-    assert reporter.lines[-1].startswith("WARNING: the suite took 31.0 min, more than the 30")
+    assert reporter.lines[-1].startswith(
+        f"WARNING: the suite took {budget + 1:.1f} min, more than the {budget:.1f} minutes"
+    )
 
 
 class Item:

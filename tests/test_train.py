@@ -48,10 +48,10 @@ def _metrics(run_dir: Path) -> list[dict]:
 @pytest.mark.slow
 def test_adaptive_batch_schedule_is_logged_and_survives_a_resume(prepared, tmp_path):
     adaptive = [
-        "train.batch_size=16",
+        "train.batch_size=4",
         "train.batch_growth=2",
         "train.batch_growth_every=1",
-        "train.max_batch_size=64",
+        "train.max_batch_size=16",
         "train.lr_coupling=linear",
         "train.lr=0.001",
         "train.decay=none",
@@ -68,11 +68,11 @@ def test_adaptive_batch_schedule_is_logged_and_survives_a_resume(prepared, tmp_p
     rows = _metrics(tmp_path / "split")
     epochs = [row for row in rows if row["event"] == "epoch"]
     assert [row["epoch"] for row in epochs] == [0, 1, 2]
-    assert [row["global_batch"] for row in epochs] == [16, 32, 64]
+    assert [row["global_batch"] for row in epochs] == [4, 8, 16]
     assert [row["lr"] for row in epochs] == pytest.approx([0.001, 0.002, 0.004])
     steps = [row for row in rows if row["event"] == "train"]
     assert [row["global_step"] for row in steps] == [1, 2, 3, 4, 5, 6]
-    assert [row["global_batch"] for row in steps] == [16, 16, 32, 32, 64, 64]
+    assert [row["global_batch"] for row in steps] == [4, 4, 8, 8, 16, 16]
     assert [row["lr"] for row in steps] == pytest.approx([0.001] * 2 + [0.002] * 2 + [0.004] * 2)
     record = json.loads((tmp_path / "split" / "run.json").read_text())
     assert record["status"] == "finished" and record["global_step"] == 6
