@@ -4,13 +4,14 @@
 
 RUN is a finished run of an online TSM (e.g. `actrec train --recipe synthetic-tsm-online
 --data PREPARED --workdir RUN`) whose prepared data is still where it trained. Exports it
-as a SavedModel, as TFLite float32 / float16 / dynamic-range int8, and as the streaming
-(frame-by-frame) SavedModel and TFLite float32, then prints, measured in this run on ONE CPU
-core (TensorFlow and the TFLite interpreter each limited to one thread):
+as a SavedModel, as TFLite float32 / float16 / dynamic-range int8, as ONNX, and as the
+streaming (frame-by-frame) SavedModel, TFLite float32 and ONNX, then prints, measured in
+this run on ONE CPU core (TensorFlow, the TFLite interpreter and ONNX Runtime each limited
+to one thread; ONNX needs `pip install 'actrec[onnx]'`):
 
 - the model file's size;
 - the latency of one clip (SavedModel: the whole signature on a decoded test video, its
-  sampling and crop included; TFLite: the model on the sampled, cropped clip) and of one
+  sampling and crop included; TFLite, ONNX: the model on the sampled, cropped clip) and of one
   streamed frame (the streaming models);
 - the centre-view top-1 on the test split: the clip models on every test video, the
   streaming models fed each video's T sampled frames one by one (mean logits);
@@ -48,9 +49,10 @@ def median_seconds(function, repeats: int) -> float:
 
 
 def model_bytes(folder: Path) -> int:
-    """The model's own files: model.tflite, or saved_model.pb and variables/."""
-    if (folder / "model.tflite").is_file():
-        return (folder / "model.tflite").stat().st_size
+    """The model's own files: model.tflite, model.onnx, or saved_model.pb and variables/."""
+    for name in ("model.tflite", "model.onnx"):
+        if (folder / name).is_file():
+            return (folder / name).stat().st_size
     files = [folder / "saved_model.pb", *(folder / "variables").rglob("*")]
     return sum(path.stat().st_size for path in files if path.is_file())
 
@@ -81,6 +83,7 @@ def main() -> None:
     from actrec.data.input import sampling
     from actrec.data.input.clip_spec import clip_spec
     from actrec.data.input.clips import evaluation_crop
+    from actrec.export.formats.onnx import ONNX_FILE, OnnxRunner
     from actrec.export.predict import ExportedModel
     from actrec.export.serving import clips_from_frames
     from actrec.export.stream_predict import StreamingModel
@@ -97,8 +100,10 @@ def main() -> None:
         "TFLite float32": {"model_format": "tflite"},
         "TFLite float16": {"model_format": "tflite", "quantize": "float16"},
         "TFLite dynamic int8": {"model_format": "tflite", "quantize": "dynamic"},
+        "ONNX float32": {"model_format": "onnx"},
         "streaming SavedModel": {"streaming": True},
         "streaming TFLite float32": {"streaming": True, "model_format": "tflite"},
+        "streaming ONNX float32": {"streaming": True, "model_format": "onnx"},
     }
     folders = {}
     for name, options in exports.items():
@@ -114,11 +119,15 @@ def main() -> None:
     clips = [clips_from_frames(tf.constant(x["frames"]), spec).numpy() for x in inputs]
 
     rows, predictions = {}, {}
-    for name in ("SavedModel", "TFLite float32", "TFLite float16", "TFLite dynamic int8"):
+    clip_formats = ("SavedModel", "TFLite float32", "TFLite float16", "TFLite dynamic int8")
+    for name in (*clip_formats, "ONNX float32"):
         model = ExportedModel(folders[name])
         predicted = np.array([int(np.argmax(model.probabilities(x)[0])) for x in inputs])
         if name == "SavedModel":
             seconds = median_seconds(lambda m=model: m.probabilities(inputs[0]), args.repeats)
+        elif name.startswith("ONNX"):
+            runner = OnnxRunner(folders[name] / ONNX_FILE, "cpu", num_threads=1)
+            seconds = median_seconds(lambda r=runner: r.run({"frames": clips[0]}), args.repeats)
         else:
             runner = TfliteRunner(folders[name] / TFLITE_FILE, num_threads=1)
             seconds = median_seconds(lambda r=runner: r(frames=clips[0]), args.repeats)
@@ -134,7 +143,7 @@ def main() -> None:
         ).reshape(-1)
         for x in inputs
     ]
-    for name in ("streaming SavedModel", "streaming TFLite float32"):
+    for name in ("streaming SavedModel", "streaming TFLite float32", "streaming ONNX float32"):
         model = StreamingModel(folders[name])
         predicted = []
         for x, chosen in zip(inputs, indices, strict=True):
@@ -145,11 +154,14 @@ def main() -> None:
         if name == "streaming SavedModel":
             seconds = median_seconds(lambda m=model, f=frame: m.step(f), args.repeats)
         else:
-            runner = TfliteRunner(folders[name] / TFLITE_FILE, num_threads=1)
             crop = evaluation_crop(tf.cast(frame[None], tf.float32), spec).numpy()
             states = {state: model.state[state] for state in model.state}
+            if name.startswith("streaming ONNX"):
+                runner = OnnxRunner(folders[name] / ONNX_FILE, "cpu", num_threads=1).run
+            else:
+                runner = TfliteRunner(folders[name] / TFLITE_FILE, num_threads=1).run
             seconds = median_seconds(
-                lambda r=runner, c=crop, s=states: r(frame=c, **s), args.repeats
+                lambda r=runner, c=crop, s=states: r({"frame": c, **s}), args.repeats
             )
         size = model_bytes(folders[name])
         predictions[name] = np.array(predicted)
@@ -172,10 +184,11 @@ def main() -> None:
     print(
         f"\nonline TSM per frame / clip model per clip: SavedModel "
         f"{rows['streaming SavedModel'][1] / rows['SavedModel'][1]:.2f}, TFLite float32 "
-        f"{rows['streaming TFLite float32'][1] / rows['TFLite float32'][1]:.2f} "
+        f"{rows['streaming TFLite float32'][1] / rows['TFLite float32'][1]:.2f}, ONNX "
+        f"{rows['streaming ONNX float32'][1] / rows['ONNX float32'][1]:.2f} "
         f"(1/T = {1 / segments:.2f})"
     )
-    for name in ("TFLite float32", "TFLite float16", "TFLite dynamic int8"):
+    for name in ("TFLite float32", "TFLite float16", "TFLite dynamic int8", "ONNX float32"):
         change = (rows[name][2] - rows["SavedModel"][2]) * 100
         print(
             f"{name}: size x{rows[name][0] / rows['TFLite float32'][0]:.2f} of float32, "

@@ -8,6 +8,29 @@ import click
 from actrec_cli.console import console, import_tensorflow_quietly, progress_for
 from actrec_cli.options import checkpoint_option, parse_fusion_weights, score_average_option
 
+from actrec.export.formats.onnx import DEFAULT_OPSET
+from actrec.export.formats.registry import (
+    DEFAULT_FORMAT,
+    all_quantizations,
+    export_format,
+    format_names,
+)
+
+
+def _format_help() -> str:
+    return "; ".join(f"{name}: {export_format(name).summary}" for name in format_names()) + "."
+
+
+def _quantize_help() -> str:
+    return (
+        "; ".join(
+            f"--format {name}: {', '.join(export_format(name).quantizations[1:])}"
+            for name in format_names()
+            if len(export_format(name).quantizations) > 1
+        )
+        + " (float16 halves the file, dynamic int8 weights quarter it)."
+    )
+
 
 @click.command()
 @click.argument("run_dir", type=click.Path(path_type=Path))
@@ -43,20 +66,23 @@ from actrec_cli.options import checkpoint_option, parse_fusion_weights, score_av
 @click.option(
     "--format",
     "model_format",
-    type=click.Choice(["savedmodel", "keras", "tflite"]),
-    default="savedmodel",
+    type=click.Choice(format_names()),
+    default=DEFAULT_FORMAT,
     show_default=True,
-    help="savedmodel: decoded video in, preprocessing inside, TensorFlow only to load; "
-    "keras: model.keras on ready clips, loaded with actrec; tflite: model.tflite for phones "
-    "and devices (sampled, cropped clips in, normalisation inside; layout in actrec.json).",
+    help=_format_help(),
 )
 @click.option(
     "--quantize",
-    type=click.Choice(["none", "float16", "dynamic"]),
+    type=click.Choice(all_quantizations()),
     default="none",
     show_default=True,
-    help="With --format tflite: float16 weights (half the file) or dynamic-range int8 "
-    "weights (a quarter).",
+    help=_quantize_help(),
+)
+@click.option(
+    "--opset",
+    type=int,
+    default=None,
+    help=f"With --format onnx: the ONNX operator set.  [default: {DEFAULT_OPSET}]",
 )
 @click.option(
     "--data",
@@ -68,7 +94,7 @@ from actrec_cli.options import checkpoint_option, parse_fusion_weights, score_av
 @click.option(
     "--streaming",
     is_flag=True,
-    help="Export an online TSM (model.shift_direction=online) as a frame-by-frame SavedModel: "
+    help="Export an online TSM (model.shift_direction=online) as a frame-by-frame model: "
     "one frame and the shift state in, the prediction and the new state out "
     "(`actrec predict SOURCE --model OUT --stream`).",
 )
@@ -87,6 +113,7 @@ def export(
     streaming,
     checkpoint,
     quantize,
+    opset,
 ):
     """Export RUN_DIR (a finished `actrec train` --workdir) as a TensorFlow SavedModel that
     takes decoded uint8 frames (and flow) of any size and returns class probabilities and
@@ -108,6 +135,7 @@ def export(
         checkpoint=checkpoint,
         streaming=streaming,
         quantize=quantize,
+        opset=opset,
     )
     kind = "two-stream" if len(summary.modalities) == 2 else summary.modalities[0]
     if streaming:

@@ -11,6 +11,8 @@ from actrec_cli.console import console, error_console, import_tensorflow_quietly
 from rich.table import Table
 from rich.text import Text
 
+from actrec.export.formats.onnx import PROVIDERS
+from actrec.export.tflite import INTERPRETERS
 from actrec.export.timeline import DEFAULT_WINDOW_SECONDS
 
 
@@ -45,7 +47,7 @@ def _quiet_opencv() -> None:
     "model_dir",
     type=click.Path(path_type=Path),
     required=True,
-    help="An `actrec export` folder (SavedModel).",
+    help="An `actrec export` folder (SavedModel, TFLite or ONNX).",
 )
 @click.option(
     "--top-k", type=click.IntRange(min=1), default=5, show_default=True, help="Classes shown."
@@ -105,8 +107,34 @@ def _quiet_opencv() -> None:
     help="With --stream: frames whose logits the running prediction averages.  [default: "
     "the model's segments]",
 )
+@click.option(
+    "--provider",
+    type=click.Choice(PROVIDERS),
+    default=None,
+    help="With an ONNX export: ONNX Runtime's execution provider.  [default: auto, CUDA where "
+    "this ONNX Runtime has it, else the CPU]",
+)
+@click.option(
+    "--interpreter",
+    type=click.Choice(INTERPRETERS),
+    default=None,
+    help="With a TFLite export: LiteRT (ai-edge-litert) or TensorFlow's interpreter.  "
+    "[default: auto, LiteRT where installed]",
+)
 def predict(
-    videos, model_dir, top_k, as_json, timeline, window, stride, csv_path, stream, every, smooth
+    videos,
+    model_dir,
+    top_k,
+    as_json,
+    timeline,
+    window,
+    stride,
+    csv_path,
+    stream,
+    every,
+    smooth,
+    provider,
+    interpreter,
 ):
     """Predict the action in each VIDEO: decoded, sampled and (for flow models) given optical
     flow the way the model's training data was prepared. A video that cannot be read is
@@ -126,21 +154,28 @@ def predict(
         raise click.UsageError("--stream and --timeline are two modes: choose one")
     elif len(videos) != 1:
         raise click.UsageError("--stream takes one source (a file, camera index or URL)")
+    options = {
+        name: value
+        for name, value in (("provider", provider), ("interpreter", interpreter))
+        if value is not None
+    }
     import_tensorflow_quietly()
     _quiet_opencv()
     if stream:
         from actrec_cli.predict_stream import run_stream
 
-        run_stream(videos[0], model_dir, top_k, as_json, every, smooth)
+        run_stream(videos[0], model_dir, top_k, as_json, every, smooth, options)
         return
     if timeline:
         from actrec_cli.predict_timeline import run_timeline
 
-        run_timeline(videos, model_dir, top_k, as_json, window, stride, csv_path)
+        run_timeline(videos, model_dir, top_k, as_json, window, stride, csv_path, options)
         return
     from actrec.export.predict import predict_videos
 
-    predictions = predict_videos(videos, model_dir, top_k, progress=progress_for("videos"))
+    predictions = predict_videos(
+        videos, model_dir, top_k, progress=progress_for("videos"), **options
+    )
     failed = [prediction for prediction in predictions if not prediction.ok]
     for prediction in failed:
         error_console().print(

@@ -15,10 +15,12 @@ def _line(step) -> str:
     return f"{when}  {running}   (this frame: {name} {value:.3f})"
 
 
-def run_stream(source: str, model_dir, top_k: int, as_json: bool, every, smooth) -> None:
+def run_stream(
+    source: str, model_dir, top_k: int, as_json: bool, every, smooth, options: dict
+) -> None:
     from actrec.export.stream_predict import StreamingModel, stream_predictions
 
-    model = StreamingModel(model_dir)
+    model = StreamingModel(model_dir, **options)
     steps = 0
     for step in stream_predictions(model, source, every, smooth, top_k):
         steps += 1

@@ -31,13 +31,15 @@ def _table(timeline) -> Table:
     return table
 
 
-def run_timeline(videos, model_dir, top_k, as_json, window, stride, csv_path: Path | None):
+def run_timeline(
+    videos, model_dir, top_k, as_json, window, stride, csv_path: Path | None, options: dict
+):
     """Prints (and with --csv writes) the timelines of `videos`; exit 1 if any failed."""
     from actrec.atomic import write_text_atomic
     from actrec.export.timeline import timeline_csv, video_timelines
 
     timelines = video_timelines(
-        videos, model_dir, window, stride, top_k, progress=progress_for("windows")
+        videos, model_dir, window, stride, top_k, progress=progress_for("windows"), **options
     )
     failed = [timeline for timeline in timelines if not timeline.ok]
     for timeline in timelines:

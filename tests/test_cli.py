@@ -95,7 +95,12 @@ DISTRIBUTION_OF_MODULE = {
     "matplotlib": "matplotlib",
     "tensorboard": "tensorboard",
 }
-OPTIONAL_DISTRIBUTION_OF_MODULE = {"torch": ("torch", "torch")}
+OPTIONAL_DISTRIBUTION_OF_MODULE = {
+    "torch": ("torch", "torch"),
+    "tf2onnx": ("onnx", "tf2onnx"),
+    "onnxruntime": ("onnx", "onnxruntime"),
+    "ai_edge_litert": ("litert", "ai-edge-litert"),
+}
 """Imports of an optional extra: module -> (extra, distribution). Imported inside the
 functions that need them only, so that everything else runs without the extra."""
 

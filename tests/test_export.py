@@ -19,7 +19,8 @@ from actrec.data.input.pipeline import build_dataset
 from actrec.data.synthetic.config import SYNTHETIC_CLASSES as SYNTHETIC_CLASS_NAMES
 from actrec.errors import ConfigError
 from actrec.export.predict import record_inputs
-from actrec.export.serving import ServingStream, build_serving_function
+from actrec.export.serving import build_serving_function
+from actrec.export.streams import ExportedStream
 from actrec.export.writer import export_runs
 from actrec.models.segment_model import load_segment_model
 from actrec.trained_run import build_trained_model, load_trained_run
@@ -64,7 +65,7 @@ def _in_process_serving(tiny_runs, export: str):
     modalities = ["rgb", "flow"] if export == "two-stream" else [export]
     runs = [load_trained_run(tiny_runs[modality]) for modality in modalities]
     streams = [
-        ServingStream(clip_spec(run.recipe, False), build_trained_model(run)) for run in runs
+        ExportedStream(clip_spec(run.recipe, False), build_trained_model(run)) for run in runs
     ]
     names = ["frames" if modality == "rgb" else "flow" for modality in modalities]
     return names, build_serving_function(streams, runs[0].classes, 5, (1.0, 1.5))

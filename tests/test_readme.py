@@ -231,3 +231,11 @@ def _shown_predictions(cli_runner, words: list[str], result) -> dict[str, str]:
         assert result.exit_code == 0, result.output
     predictions = json.loads(result.stdout)
     return {item["video"]: item["top_k"][0]["class"] for item in predictions}
+
+
+def test_the_first_screen_holds_at_most_one_measured_time():
+    """What a newcomer reads before the test command: what actrec is and the commands, with
+    one measured time at most (the quickstart's); the tables live in docs/benchmarks.md."""
+    first_screen = README.read_text(encoding="utf-8").split("<!-- test-command -->")[0]
+    times = re.findall(r"\b\d+(?:\.\d+)?\s?(?:s|min|minutes|seconds|ms)\b", first_screen)
+    assert len(times) <= 1, times

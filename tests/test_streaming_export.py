@@ -47,6 +47,24 @@ def per_segment_logits(run_dir: Path, frames: np.ndarray) -> np.ndarray:
     return keras.ops.convert_to_numpy(model.get_layer("classifier")(features))
 
 
+def assert_steps_are_the_clip_models_segments(model, run_dir: Path, prepared: Path) -> None:
+    """A loaded StreamingModel, fed the frames the run's clip model samples from the first
+    test video, gives that model's segment logits frame by frame (within 1e-4)."""
+    from actrec.data.format.manifest import read_manifest
+    from actrec.data.input.clip_spec import clip_spec
+    from actrec.data.prepare.encode_video import PrepareSettings
+
+    run = load_trained_run(run_dir)
+    settings = PrepareSettings(
+        frame_size=model.frame_size, flow="none", jpeg_quality=model.jpeg_quality
+    )
+    videos = [v["path"] for v in read_manifest(prepared)["videos"] if v["split"] == "test"]
+    frames = sampled_frames(Path(videos[0]), settings, clip_spec(run.recipe, training=False))
+    expected = per_segment_logits(run_dir, frames)  # [T, K]
+    steps = np.stack([model.step(frame) for frame in frames])
+    np.testing.assert_allclose(steps, expected, atol=1e-4, rtol=0)
+
+
 RELOAD_AND_STREAM = """
 import json, sys
 import numpy as np

@@ -4,20 +4,16 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
-from test_streaming_export import per_segment_logits, sampled_frames
+from test_streaming_export import assert_steps_are_the_clip_models_segments
 
 from actrec.data.format.manifest import read_manifest
-from actrec.data.input.clip_spec import clip_spec
-from actrec.data.prepare.encode_video import PrepareSettings
 from actrec.errors import ConfigError
 from actrec.export.predict import ExportedModel
 from actrec.export.stream_predict import StreamingModel
 from actrec.export.writer import export_runs
-from actrec.trained_run import load_trained_run
 
 
 def _test_videos(prepared) -> list:
@@ -53,15 +49,7 @@ def test_tflite_streaming_model_equals_the_clip_model_per_segment(
     export_runs([tiny_online["run"]], tmp_path / "lite", model_format="tflite", streaming=True)
     model = StreamingModel(tmp_path / "lite")
     assert model.streaming["frames_per_step"] == 6
-    run = load_trained_run(tiny_online["run"])
-    settings = PrepareSettings(
-        frame_size=model.frame_size, flow="none", jpeg_quality=model.jpeg_quality
-    )
-    video = Path(_test_videos(tiny_synthetic_prepared)[0])
-    frames = sampled_frames(video, settings, clip_spec(run.recipe, training=False))
-    expected = per_segment_logits(tiny_online["run"], frames)  # [T, K]
-    steps = np.stack([model.step(frame) for frame in frames])
-    np.testing.assert_allclose(steps, expected, atol=1e-4, rtol=0)
+    assert_steps_are_the_clip_models_segments(model, tiny_online["run"], tiny_synthetic_prepared)
 
 
 def test_tflite_bad_options_are_named(tiny_runs, tmp_path, cli_runner):

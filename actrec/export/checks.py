@@ -8,17 +8,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from actrec.errors import ConfigError, OutputError
-from actrec.export.metadata import METADATA_FILE, MODEL_FORMATS, PREPARATION_KEYS
+from actrec.export.metadata import METADATA_FILE, PREPARATION_KEYS
 
 
-def checked_options(model_format: str, top_k: int, fusion_weights: Sequence[float]) -> tuple:
-    """The fusion weights as a tuple of floats; ConfigError naming the value for an unknown
-    format, a top-k that is not a whole number >= 1, or unusable weights."""
-    if model_format not in MODEL_FORMATS:
-        raise ConfigError(
-            f"export format {model_format!r} is not valid; choose one of: "
-            f"{', '.join(MODEL_FORMATS)}"
-        )
+def checked_options(top_k: int, fusion_weights: Sequence[float]) -> tuple:
+    """The fusion weights as a tuple of floats; ConfigError naming the value for a top-k
+    that is not a whole number >= 1, or unusable weights."""
     if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
         raise ConfigError(f"top-k {top_k!r} is not valid; use a whole number >= 1")
     weights = tuple(float(weight) for weight in fusion_weights)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -21,92 +20,20 @@ from actrec import __version__
 from actrec.errors import ConfigError
 
 if TYPE_CHECKING:
-    from actrec.data.input.clip_spec import ClipSpec
-    from actrec.trained_run import TrainedRun
+    from actrec.export.streams import ExportedStream
 
 METADATA_FILE = "actrec.json"
 CLASSES_FILE = "classes.txt"
 MODEL_CARD_FILE = "MODEL_CARD.md"
-KERAS_MODEL_FILE = "model.keras"
 METADATA_FORMAT = "actrec-export"
 METADATA_FORMAT_VERSION = 1
-MODEL_FORMATS = ("savedmodel", "keras", "tflite")
-SIGNATURE_NAME = "serving_default"
 # What `actrec predict` must reproduce of the preparation (PrepareSettings fields).
 PREPARATION_KEYS = ("frame_size", "fps", "jpeg_quality")
-
-
-@dataclass(frozen=True)
-class ExportedStream:
-    """One stream of an export: the run it comes from and its evaluation clips."""
-
-    run: TrainedRun
-    spec: ClipSpec  # the evaluation clip
-
-    @property
-    def modality(self) -> str:
-        return self.spec.modality
 
 
 def recipe_file_name(modality: str, two_stream: bool) -> str:
     """recipe.yaml for one stream; recipe-rgb.yaml / recipe-flow.yaml for two."""
     return f"recipe-{modality}.yaml" if two_stream else "recipe.yaml"
-
-
-def _savedmodel_inputs(streams: Sequence[ExportedStream]) -> dict:
-    inputs = {}
-    for stream in streams:
-        if stream.modality == "rgb":
-            inputs["frames"] = {
-                "dtype": "uint8",
-                "shape": ["N", "F", "H", "W", 3],
-                "description": "all decoded RGB frames of N videos of F frames each, any "
-                "resolution (resized and centre-cropped inside the model)",
-            }
-        else:
-            inputs["flow"] = {
-                "dtype": "uint8",
-                "shape": ["N", "F-1", "H", "W", 2],
-                "description": "optical flow between consecutive frames, x and y, quantised "
-                "as `actrec prepare` stores it: round(255 * (clip(v, -20, 20) + 20) / 40), "
-                "128 = no motion",
-            }
-    return inputs
-
-
-def _savedmodel_outputs(streams: Sequence[ExportedStream], top_k: int) -> dict:
-    outputs = {
-        "probabilities": "float32 [N, K]: class probabilities"
-        + (" (the streams' weighted fusion, see fusion_average)" if len(streams) == 2 else ""),
-        "top_k_indices": f"int32 [N, {top_k}]: class indices, most probable first",
-        "top_k_probabilities": f"float32 [N, {top_k}]: their probabilities",
-        "top_k_classes": f"string [N, {top_k}]: their class names",
-    }
-    if len(streams) == 2:
-        for stream in streams:
-            outputs[f"{stream.modality}_probabilities"] = (
-                f"float32 [N, K]: the {stream.modality} stream's softmax"
-            )
-    return outputs
-
-
-def _keras_inputs(streams: Sequence[ExportedStream]) -> dict:
-    inputs = {}
-    for stream in streams:
-        spec = stream.spec
-        name = "frames" if len(streams) == 1 else stream.modality
-        meaning = (
-            "RGB 0-255"
-            if stream.modality == "rgb"
-            else "flow on the stored 0-255 scale (127.5 = no motion), channels [x0, y0, x1, ...]"
-        )
-        inputs[name] = {
-            "dtype": "float32",
-            "shape": ["N", spec.num_segments, spec.crop_size, spec.crop_size, spec.channels],
-            "description": f"sampled, centre-cropped clips, {meaning}; no resizing or sampling "
-            "inside (actrec.export.serving.clips_from_frames / clips_from_flow make them)",
-        }
-    return inputs
 
 
 def _stream_entry(stream: ExportedStream, two_stream: bool) -> dict:
@@ -133,33 +60,26 @@ def export_metadata(
     streams: Sequence[ExportedStream],
     classes: Sequence[str],
     model_format: str,
-    top_k: int,
     fusion_weights: Sequence[float] | None,
     preparation: dict,
-    fusion_average: str = "logits",
+    fusion_average: str,
+    format_entries: dict,
 ) -> dict:
-    """The content of actrec.json."""
+    """The content of actrec.json: what every export says, with the format's own entries
+    ("model", "inputs", "outputs", "top_k", ...: ExportFormat.write's WrittenModel)."""
     two_stream = len(streams) == 2
-    savedmodel = model_format == "savedmodel"
-    return {
+    entries = dict(format_entries)
+    metadata = {
         "format": METADATA_FORMAT,
         "format_version": METADATA_FORMAT_VERSION,
         "actrec_version": __version__,
         "model_format": model_format,
-        "model": SIGNATURE_NAME if savedmodel else KERAS_MODEL_FILE,
+        "model": entries.pop("model"),
         "modality": "two-stream" if two_stream else streams[0].modality,
         "streams": [_stream_entry(stream, two_stream) for stream in streams],
-        "inputs": _savedmodel_inputs(streams) if savedmodel else _keras_inputs(streams),
-        "outputs": (
-            _savedmodel_outputs(streams, top_k)
-            if savedmodel
-            else (
-                "float32 [N, K]: fused probabilities"
-                if two_stream
-                else "float32 [N, K]: logits (apply softmax)"
-            )
-        ),
-        "top_k": top_k if savedmodel else None,
+        "inputs": entries.pop("inputs"),
+        "outputs": entries.pop("outputs"),
+        "top_k": entries.pop("top_k", None),
         "classes": list(classes),
         "fusion_weights": (
             {stream.modality: float(w) for stream, w in zip(streams, fusion_weights, strict=True)}
@@ -169,6 +89,7 @@ def export_metadata(
         "fusion_average": fusion_average if two_stream else None,
         "preparation": preparation,
     }
+    return {**metadata, **entries}
 
 
 def read_export_metadata(model_dir: Path | str) -> dict:

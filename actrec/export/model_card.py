@@ -13,7 +13,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from actrec import __version__
-from actrec.export.metadata import CLASSES_FILE, KERAS_MODEL_FILE, SIGNATURE_NAME, ExportedStream
+from actrec.export.formats.registry import export_format
+from actrec.export.metadata import CLASSES_FILE
+from actrec.export.streams import ExportedStream
 
 EVALUATION_KEYS = ("protocol", "split", "num_videos", "top1", "top5", "mean_class_accuracy")
 
@@ -25,9 +27,28 @@ def _read_json(path: Path):
         return None
 
 
+def _fused_streams(content: dict) -> list[dict] | None:
+    """A fused evaluation's streams as [{"modality", "run", "weight"}] (the run: the folder
+    of the run whose scores it fused), None for one run's own evaluation."""
+    streams = content.get("streams")
+    if not isinstance(streams, list) or len(streams) < 2:
+        return None
+    fused = []
+    for stream in streams:
+        stream = stream if isinstance(stream, dict) else {}
+        scores = Path(str(stream.get("scores", "?")))
+        # RUN/eval/NAME/scores.npz -> RUN
+        run = scores.parents[2] if len(scores.parents) > 2 else scores.parent
+        fused.append(
+            {"modality": stream.get("modality"), "run": run.name, "weight": stream.get("weight")}
+        )
+    return fused
+
+
 def evaluation_results(run_dir: Path) -> list[dict]:
     """The results.json files `actrec eval` wrote under RUN/eval/, each reduced to
-    EVALUATION_KEYS plus "folder"; unreadable ones are skipped."""
+    EVALUATION_KEYS plus "folder", "path" (its resolved folder) and "fused" (a fusion's
+    streams: _fused_streams); unreadable ones are skipped."""
     results = []
     for path in sorted(Path(run_dir).glob("eval/*/results.json")):
         content = _read_json(path)
@@ -35,8 +56,21 @@ def evaluation_results(run_dir: Path) -> list[dict]:
             continue
         entry = {key: content.get(key) for key in EVALUATION_KEYS}
         entry["folder"] = path.parent.name
+        entry["path"] = path.parent.resolve()
+        entry["fused"] = _fused_streams(content)
         results.append(entry)
     return results
+
+
+def _evaluated(stream: ExportedStream, result: dict) -> str:
+    """What an evaluation row evaluated: the stream's own model, or a fusion of runs."""
+    if not result["fused"]:
+        return stream.modality
+    parts = [
+        f"{entry['modality']} `{entry['run']}` x {_number(entry['weight'])}"
+        for entry in result["fused"]
+    ]
+    return "fusion of " + " + ".join(parts)
 
 
 def dataset_facts(data_dir: Path | None) -> dict:
@@ -119,11 +153,14 @@ def _stream_section(stream: ExportedStream, metadata_entry: dict) -> list[str]:
 
 
 def _evaluation_section(streams: Sequence[ExportedStream]) -> list[str]:
-    rows = []
+    rows, seen = [], set()
     for stream in streams:
         for result in evaluation_results(stream.run.run_dir):
+            if result["path"] in seen:  # a fusion of both exported runs: listed once
+                continue
+            seen.add(result["path"])
             rows.append(
-                f"| {stream.modality} | {result['protocol'] or result['folder']} | "
+                f"| {_evaluated(stream, result)} | {result['protocol'] or result['folder']} | "
                 f"{result['split'] or '—'} | {result['num_videos'] or '—'} | "
                 f"{_number(result['top1'], True)} | {_number(result['top5'], True)} | "
                 f"{_number(result['mean_class_accuracy'], True)} |"
@@ -141,54 +178,38 @@ def _evaluation_section(streams: Sequence[ExportedStream]) -> list[str]:
 
 
 def _usage_section(metadata: dict) -> list[str]:
-    if metadata["model_format"] == "keras":
-        return [
-            "## Use",
-            "",
-            "A Keras model of sampled, centre-cropped clips (no resizing or sampling inside); "
-            "load it with actrec:",
-            "",
-            "```python",
-            "from actrec.models.segment_model import load_segment_model",
-            f'model = load_segment_model("{KERAS_MODEL_FILE}")',
-            "```",
-            "",
-        ]
-    call = ", ".join(f"{name}={name}" for name in metadata["inputs"])
-    return [
-        "## Use",
-        "",
-        "```bash",
-        "actrec predict VIDEO... --model THIS_FOLDER",
-        "```",
-        "",
-        "or, with TensorFlow only (decoded frames of any resolution; inputs below):",
-        "",
-        "```python",
-        "import tensorflow as tf",
-        'model = tf.saved_model.load("THIS_FOLDER")',
-        f"outputs = model.signatures[{SIGNATURE_NAME!r}]({call})",
-        'outputs["top_k_classes"], outputs["top_k_probabilities"]',
-        "```",
-        "",
-        *[
-            f"- `{name}`: {spec['dtype']} {spec['shape']}: {spec['description']}"
-            for name, spec in metadata["inputs"].items()
-        ],
-        *[f"- output `{name}`: {text}" for name, text in metadata["outputs"].items()],
-        "",
+    lines = export_format(metadata["model_format"]).usage_lines(metadata)
+    lines += [
+        f"- `{name}`: {spec['dtype']} {spec['shape']}: {spec['description']}"
+        for name, spec in metadata["inputs"].items()
     ]
+    outputs = metadata["outputs"]
+    if isinstance(outputs, dict):
+        lines += [f"- output `{name}`: {text}" for name, text in outputs.items()]
+    else:
+        lines.append(f"- output: {outputs}")
+    return [*lines, ""]
+
+
+def _with_article(title: str) -> str:
+    return ("an " if title[0] in "AEIOU" else "a ") + title
 
 
 def model_card(name: str, streams: Sequence[ExportedStream], metadata: dict) -> str:
     """MODEL_CARD.md: what the model is, what it was trained on, how well it does."""
+    title = export_format(metadata["model_format"]).title
     preparation = metadata["preparation"]
     fusion = metadata["fusion_weights"]
     lines = [
         f"# Model card: {name}",
         "",
-        f"Exported by actrec {__version__} as a "
-        + ("TensorFlow SavedModel" if metadata["model_format"] == "savedmodel" else "Keras model")
+        f"Exported by actrec {__version__} as {_with_article(title)}"
+        + (
+            f" ({metadata['quantize']} quantisation)"
+            if metadata.get("quantize", "none") != "none"
+            else ""
+        )
+        + (" of the online TSM's one-frame streaming step" if metadata.get("streaming") else "")
         + f"; {metadata['modality']} action recognition over {len(metadata['classes'])} "
         f"classes (listed in `{CLASSES_FILE}`).",
         "",

@@ -7,8 +7,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from actrec.export.metadata import KERAS_MODEL_FILE, SIGNATURE_NAME, ExportedStream
 from actrec.export.saved_variables import export_module
+from actrec.export.streams import ExportedStream
+
+SIGNATURE_NAME = "serving_default"
+KERAS_MODEL_FILE = "model.keras"
 
 PROBE_VIDEOS = 2
 
@@ -32,7 +35,7 @@ def _probe_inputs(streams: Sequence[ExportedStream]) -> dict:
     return inputs
 
 
-def _max_difference(expected, reloaded) -> float:
+def max_difference(expected, reloaded) -> float:
     import numpy as np
 
     expected, reloaded = np.asarray(expected), np.asarray(reloaded)
@@ -43,7 +46,6 @@ def _max_difference(expected, reloaded) -> float:
 
 def write_savedmodel(
     streams: Sequence[ExportedStream],
-    models: list,
     classes,
     top_k,
     weights,
@@ -57,28 +59,25 @@ def write_savedmodel(
     """
     import tensorflow as tf
 
-    from actrec.export.serving import ServingStream, build_serving_function, input_signature
+    from actrec.export.serving import build_serving_function, input_signature
 
-    serving_streams = [
-        ServingStream(stream.spec, model) for stream, model in zip(streams, models, strict=True)
-    ]
-    module = export_module("actrec_export", models)
+    module = export_module("actrec_export", [stream.model for stream in streams])
     module.serve = tf.function(
-        build_serving_function(serving_streams, classes, top_k, weights, average),
-        input_signature=input_signature(serving_streams),
+        build_serving_function(streams, classes, top_k, weights, average),
+        input_signature=input_signature(streams),
         autograph=False,  # its branches are on Python values: nothing to convert
     )
     tf.saved_model.save(module, str(folder), signatures={SIGNATURE_NAME: module.serve})
 
     probe = _probe_inputs(streams)
-    expected = module.serve(*[tf.constant(probe[s.input_name]) for s in serving_streams])
+    expected = module.serve(*[tf.constant(probe[s.input_name]) for s in streams])
     loaded = tf.saved_model.load(str(folder))
     reloaded = loaded.signatures[SIGNATURE_NAME](**{k: tf.constant(v) for k, v in probe.items()})
-    return _max_difference(expected["probabilities"], reloaded["probabilities"])
+    return max_difference(expected["probabilities"], reloaded["probabilities"])
 
 
 def write_keras(
-    streams: Sequence[ExportedStream], models: list, weights, folder: Path, average: str = "logits"
+    streams: Sequence[ExportedStream], weights, folder: Path, average: str = "logits"
 ) -> float:
     """Write OUT/model.keras; returns the reload difference (on softmax scores)."""
     import numpy as np
@@ -96,15 +95,15 @@ def write_keras(
         for stream in streams
         for s in [stream.spec]
     }
-    if len(models) == 2:
+    if len(streams) == 2:
         from actrec.models.fusion import build_two_stream_model
 
-        model = build_two_stream_model(models[0], models[1], weights, average=average)
+        model = build_two_stream_model(streams[0].model, streams[1].model, weights, average=average)
 
         def scores(network):
             return ops.convert_to_numpy(network(clips, training=False))
     else:
-        model = models[0]
+        model = streams[0].model
 
         def scores(network):
             logits = network(clips[streams[0].modality], training=False)
@@ -112,4 +111,4 @@ def write_keras(
 
     path = folder / KERAS_MODEL_FILE
     model.save(str(path))
-    return _max_difference(scores(model), scores(load_segment_model(path)))
+    return max_difference(scores(model), scores(load_segment_model(path)))

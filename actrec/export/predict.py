@@ -24,7 +24,8 @@ from pathlib import Path
 import numpy as np
 
 from actrec.errors import ConfigError, VideoReadError
-from actrec.export.metadata import SIGNATURE_NAME, read_export_metadata
+from actrec.export.formats.registry import format_of_export
+from actrec.export.metadata import read_export_metadata
 from actrec.progress import NullProgress, Progress
 
 DEFAULT_TOP_K = 5
@@ -72,21 +73,20 @@ def record_inputs(video_records: Sequence[bytes], with_rgb: bool = True, with_fl
 
 
 class ExportedModel:
-    """An `actrec export` SavedModel folder, loaded once: its description (actrec.json) and
-    serving signature."""
+    """An `actrec export` folder, loaded once by its format (actrec.export.formats): its
+    description (actrec.json) and its clip model. options: the format's runtime options
+    (onnx: provider; tflite: interpreter)."""
 
-    def __init__(self, model_dir: Path | str):
+    def __init__(self, model_dir: Path | str, **options):
         from actrec.data.format.flow import available_flow_methods
         from actrec.data.prepare.encode_video import PrepareSettings
 
         self.model_dir = Path(model_dir)
         self.metadata = read_export_metadata(self.model_dir)
-        if self.metadata.get("model_format") not in ("savedmodel", "tflite"):
-            raise ConfigError(
-                f"{self.model_dir} holds a Keras export (--format keras), which takes ready "
-                "clips; `actrec predict` needs the default SavedModel export: run `actrec "
-                "export RUN --out NEW_FOLDER`"
-            )
+        self.format = format_of_export(self.model_dir, self.metadata)
+        if not self.format.predicts:
+            raise ConfigError(self.format.cannot_predict(self.model_dir))
+        self.format.check_runtime_options(self.model_dir, options)
         if self.metadata.get("streaming"):
             raise ConfigError(
                 f"{self.model_dir} is a streaming export (an online TSM, one frame at a time): "
@@ -112,31 +112,7 @@ class ExportedModel:
             jpeg_quality=int(preparation.get("jpeg_quality", defaults.jpeg_quality)),
             min_frames=2 if needs_flow else 1,
         )
-        self._tflite = None
-        if self.metadata["model_format"] == "tflite":
-            from actrec.export.tflite import TfliteClipModel
-
-            self._tflite = TfliteClipModel(self.model_dir, self.metadata)
-        else:
-            self._signature = self._load_signature()
-
-    def _load_signature(self):
-        import tensorflow as tf
-
-        try:
-            loaded = tf.saved_model.load(str(self.model_dir))
-        except (OSError, ValueError, tf.errors.OpError) as error:
-            raise ConfigError(
-                f"{self.model_dir}: cannot load the SavedModel ({type(error).__name__}: "
-                f"{str(error).splitlines()[0]}); export the model again"
-            ) from None
-        self._loaded = loaded  # keeps the signature's variables alive
-        if SIGNATURE_NAME not in loaded.signatures:
-            raise ConfigError(
-                f"{self.model_dir}: the SavedModel has no {SIGNATURE_NAME!r} signature; export "
-                "the model again with `actrec export`"
-            )
-        return loaded.signatures[SIGNATURE_NAME]
+        self.model = self.format.clip_model(self.model_dir, self.metadata, **options)
 
     def video_inputs(self, path: Path | str) -> dict:
         """The signature inputs of one video (batch of 1); VideoReadError when it cannot
@@ -162,13 +138,7 @@ class ExportedModel:
 
     def probabilities(self, inputs: dict) -> np.ndarray:
         """Class probabilities [N, K] of signature inputs (uint8 arrays by name)."""
-        import tensorflow as tf
-
-        if self._tflite is not None:
-            return self._tflite.probabilities(inputs)
-
-        outputs = self._signature(**{name: tf.constant(inputs[name]) for name in self.input_names})
-        return outputs["probabilities"].numpy()
+        return self.model.probabilities(inputs)
 
     def predict_video(self, path: Path | str, top_k: int = DEFAULT_TOP_K) -> VideoPrediction:
         """The top-k classes of one video, or a prediction with `error` set."""
@@ -193,13 +163,15 @@ def predict_videos(
     model_dir: Path | str,
     top_k: int = DEFAULT_TOP_K,
     progress: Progress | None = None,
+    **options,
 ) -> list[VideoPrediction]:
     """One VideoPrediction per video, in order; a video that cannot be used has `error`
-    set and does not stop the others. ConfigError when the model folder is not usable."""
+    set and does not stop the others. ConfigError when the model folder is not usable.
+    options: the format's runtime options (ExportedModel)."""
     if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
         raise ConfigError(f"top-k {top_k!r} is not valid; use a whole number >= 1")
     progress = progress or NullProgress()
-    model = ExportedModel(model_dir)
+    model = ExportedModel(model_dir, **options)
     results = []
     progress.start("predict", len(videos))
     try:

@@ -20,44 +20,24 @@ same for all of them.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from actrec.data.format import shards
 from actrec.data.input import sampling
 from actrec.data.input.clips import evaluation_crop, stack_flow_frames
 from actrec.errors import ConfigError
+from actrec.export.streams import INPUT_OF_MODALITY, ExportedStream
 
 if TYPE_CHECKING:
-    import keras
+    pass
 
-    from actrec.data.input.clip_spec import ClipSpec
-
-FRAMES_INPUT = "frames"
-FLOW_INPUT = "flow"
-INPUT_OF_MODALITY = {"rgb": FRAMES_INPUT, "flow": FLOW_INPUT}
+FRAMES_INPUT = INPUT_OF_MODALITY["rgb"]
+FLOW_INPUT = INPUT_OF_MODALITY["flow"]
 CHANNELS_OF_INPUT = {FRAMES_INPUT: 3, FLOW_INPUT: 2}
 PROBABILITIES = "probabilities"
 TOP_K_INDICES = "top_k_indices"
 TOP_K_PROBABILITIES = "top_k_probabilities"
 TOP_K_CLASSES = "top_k_classes"
-
-
-@dataclass(frozen=True)
-class ServingStream:
-    """One stream of an export: its evaluation ClipSpec and its trained keras model
-    (clips [B, T, crop, crop, C] in the stored 0-255 scale -> logits [B, K])."""
-
-    spec: ClipSpec
-    model: keras.Model
-
-    @property
-    def modality(self) -> str:
-        return self.spec.modality
-
-    @property
-    def input_name(self) -> str:
-        return INPUT_OF_MODALITY[self.spec.modality]
 
 
 def _checked_video_tensor(tensor, name: str):
@@ -136,14 +116,14 @@ def clips_from_flow(flow, spec):
     return tf.reshape(clips, [-1, spec.num_segments, spec.crop_size, spec.crop_size, spec.channels])
 
 
-def clips_from_inputs(stream: ServingStream, video):
+def clips_from_inputs(stream: ExportedStream, video):
     """The evaluation clips of `stream` from its signature input."""
     if stream.modality == "rgb":
         return clips_from_frames(video, stream.spec)
     return clips_from_flow(video, stream.spec)
 
 
-def input_signature(streams: Sequence[ServingStream]) -> list:
+def input_signature(streams: Sequence[ExportedStream]) -> list:
     """The serving inputs, in stream order: TensorSpecs named "frames" / "flow"."""
     import tensorflow as tf
 
@@ -151,7 +131,7 @@ def input_signature(streams: Sequence[ServingStream]) -> list:
     return [tf.TensorSpec(None, tf.uint8, name=stream.input_name) for stream in streams]
 
 
-def check_streams(streams: Sequence[ServingStream]) -> None:
+def check_streams(streams: Sequence[ExportedStream]) -> None:
     """ConfigError unless the streams are one RGB, one flow, or RGB then flow."""
     modalities = [stream.modality for stream in streams]
     if modalities not in (["rgb"], ["flow"], ["rgb", "flow"]):
@@ -161,7 +141,7 @@ def check_streams(streams: Sequence[ServingStream]) -> None:
 
 
 def build_serving_function(
-    streams: Sequence[ServingStream],
+    streams: Sequence[ExportedStream],
     classes: Sequence[str],
     top_k: int,
     fusion_weights: Sequence[float] | None = None,

@@ -20,7 +20,8 @@ from pathlib import Path
 import numpy as np
 
 from actrec.errors import ConfigError
-from actrec.export.metadata import SIGNATURE_NAME, read_export_metadata
+from actrec.export.formats.registry import format_of_export
+from actrec.export.metadata import read_export_metadata
 
 
 @dataclass(frozen=True)
@@ -51,11 +52,11 @@ def _softmax(logits: np.ndarray) -> np.ndarray:
 
 
 class StreamingModel:
-    """A streaming export folder, loaded: one frame at a time, the shift state kept here."""
+    """A streaming export folder, loaded by its format (actrec.export.formats): one frame at
+    a time, the shift state kept here. options: the format's runtime options (onnx:
+    provider; tflite: interpreter)."""
 
-    def __init__(self, model_dir: Path | str):
-        import tensorflow as tf
-
+    def __init__(self, model_dir: Path | str, **options):
         self.model_dir = Path(model_dir)
         self.metadata = read_export_metadata(self.model_dir)
         self.streaming = self.metadata.get("streaming")
@@ -67,16 +68,12 @@ class StreamingModel:
                 "FOLDER --streaming`"
             )
         self.classes = tuple(self.metadata["classes"])
-        self._tflite = self._spec = None
-        if self.metadata.get("model_format") == "tflite":
-            from actrec.export.tflite import TFLITE_FILE, TfliteRunner, exported_clip_specs
-
-            self._tflite = TfliteRunner(self.model_dir / TFLITE_FILE)
-            self._spec = exported_clip_specs(self.model_dir, self.metadata)[0]
-        else:
-            loaded = tf.saved_model.load(str(self.model_dir))
-            self._signature = loaded.signatures[SIGNATURE_NAME]
+        export_format = format_of_export(self.model_dir, self.metadata)
+        export_format.check_runtime_options(self.model_dir, options)
+        self._step = export_format.stream_model(self.model_dir, self.metadata, **options)
         self._states = [state["input"] for state in self.streaming["states"]]
+        # Where a format cannot give an output an input's name (ONNX), actrec.json says it.
+        self._outputs = [state.get("output", state["input"]) for state in self.streaming["states"]]
         self._shapes = [tuple(state["shape"][1:]) for state in self.streaming["states"]]
         preparation = self.metadata.get("preparation", {})
         self.frame_size = str(preparation.get("frame_size", "original"))
@@ -93,20 +90,10 @@ class StreamingModel:
 
     def step(self, frame: np.ndarray) -> np.ndarray:
         """Logits [K] of one prepared RGB frame uint8 [H, W, 3]; the state moves on."""
-        import tensorflow as tf
-
-        if self._tflite is not None:  # the crop is outside a TFLite model
-            from actrec.data.input.clips import evaluation_crop
-
-            crop = evaluation_crop(tf.cast(frame[None], tf.float32), self._spec).numpy()
-            outputs = self._tflite(frame=crop, **self.state)
-        else:
-            outputs = self._signature(
-                frame=tf.constant(frame[None]),
-                **{k: tf.constant(v) for k, v in self.state.items()},
-            )
-            outputs = {name: value.numpy() for name, value in outputs.items()}
-        self.state = {name: outputs[name] for name in self._states}
+        outputs = self._step(frame[None], self.state)
+        self.state = {
+            name: outputs[output] for name, output in zip(self._states, self._outputs, strict=True)
+        }
         return outputs["logits"][0]
 
     def top_k(self, probabilities: np.ndarray, k: int) -> tuple[tuple[str, float], ...]:

@@ -116,16 +116,17 @@ def build_streaming_serving(model, spec, state_shapes: dict):
     return serve, signature + state_signature(state_shapes, None)
 
 
-def write_streaming_savedmodel(stream, model, folder: Path) -> tuple[float, dict]:
+def write_streaming_savedmodel(stream, folder: Path) -> tuple[float, dict]:
     """Write the streaming SavedModel into `folder`; returns (the reload difference of the
     logits over 3 probe frames, the state shapes by shift name)."""
     import numpy as np
     import tensorflow as tf
 
-    from actrec.export.metadata import SIGNATURE_NAME
+    from actrec.export.model_writers import SIGNATURE_NAME
     from actrec.export.saved_variables import export_module
     from actrec.models.streaming import streaming_state_shapes
 
+    model = stream.model
     state_shapes = streaming_state_shapes(model)
     serve, signature = build_streaming_serving(model, stream.spec, state_shapes)
     module = export_module("actrec_streaming_export", [model])

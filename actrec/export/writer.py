@@ -3,17 +3,10 @@
     export_runs([RUN], OUT)             one stream (RGB or flow)
     export_runs([RUN_RGB, RUN_FLOW], OUT)  two-stream, fused (RGB 1 : flow 1.5 by default)
 
-Format "savedmodel" (default): OUT is a TensorFlow SavedModel whose "serving_default"
-signature takes decoded uint8 video and returns probabilities and the top-k classes; the
-sampling, resizing, cropping and normalisation of evaluation are inside its graph
-(actrec.export.serving), and it loads with `tf.saved_model.load(OUT)` alone, without actrec.
-Format "keras": OUT/model.keras, the segment model (or the two-stream model of
-actrec.models.fusion) on ready clips, loaded with actrec.
-
-Beside the model: actrec.json, classes.txt, the recipe(s) (actrec.export.metadata) and
-MODEL_CARD.md (actrec.export.model_card). Every export is reloaded and checked against the
-in-process model (maximum absolute difference of the probabilities <= RELOAD_TOLERANCE,
-actrec.export.model_writers) before it is put in place. The folder is written under a
+The model is written by its format (actrec.export.formats: savedmodel by default, keras,
+tflite, onnx), which reloads it and checks it against the in-process model before it is put
+in place. Beside the model: actrec.json, classes.txt, the recipe(s)
+(actrec.export.metadata) and MODEL_CARD.md (actrec.export.model_card). The folder is written under a
 temporary sibling name and renamed when complete; an existing non-empty OUT is refused
 unless `overwrite`, and then only if it is an export.
 """
@@ -24,34 +17,33 @@ import os
 import shutil
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from actrec.atomic import fsync_directory, fsync_file, write_json_atomic, write_text_atomic
-from actrec.errors import ActrecError, ConfigError
+from actrec.errors import ActrecError
 from actrec.export.checks import check_out_dir, checked_options, export_preparation, ordered_runs
+from actrec.export.formats.registry import DEFAULT_FORMAT, ExportRequest, export_format
 from actrec.export.metadata import (
     CLASSES_FILE,
     METADATA_FILE,
     MODEL_CARD_FILE,
-    ExportedStream,
     export_metadata,
     recipe_file_name,
 )
 from actrec.export.model_card import model_card
-from actrec.export.model_writers import write_keras, write_savedmodel
+from actrec.export.streams import ExportedStream
 from actrec.progress import NullProgress, Progress
 
 DEFAULT_TOP_K = 5
-RELOAD_TOLERANCE = 1e-5
 
 
 @dataclass(frozen=True)
 class ExportSummary:
     """What `export_runs` wrote.
 
-    reload_difference: max |probabilities of the reloaded model - in-process model| on a
-        random probe input (<= RELOAD_TOLERANCE, else the export failed).
+    reload_difference: max |outputs of the reloaded model - in-process model| on random
+        probe inputs (within the format's tolerance, else the export failed).
     """
 
     out_dir: Path
@@ -100,7 +92,7 @@ def export_runs(
     run_dirs: Sequence[Path | str],
     out_dir: Path | str,
     *,
-    model_format: str = "savedmodel",
+    model_format: str = DEFAULT_FORMAT,
     fusion_weights: Sequence[float] = (1.0, 1.5),
     fusion_average: str = "logits",
     top_k: int = DEFAULT_TOP_K,
@@ -110,6 +102,7 @@ def export_runs(
     checkpoint: str = "final",
     streaming: bool = False,
     quantize: str = "none",
+    opset: int | None = None,
 ) -> ExportSummary:
     """Export one run, or an RGB and a flow run fused, into `out_dir`.
 
@@ -123,25 +116,24 @@ def export_runs(
     checkpoint: "final" (final.weights.h5) or "best" (best.weights.h5) of every run.
     streaming: export one online TSM run as a one-frame-in, state-in-and-out SavedModel
         (actrec.export.streaming_export) instead of the clip model.
-    quantize: with model_format "tflite": "none" (float32), "float16" or "dynamic" (int8
-        weights); the reloaded float32 model must match within 1e-4, a quantised one's
-        difference is reported in ExportSummary.reload_difference.
+    quantize: "none" (float32) or a quantisation the format honours (tflite: "float16",
+        "dynamic" int8 weights); a quantised model's difference is reported in
+        ExportSummary.reload_difference, not checked.
+    opset: the ONNX operator set (--format onnx; None: its default).
     Raises ConfigError / DatasetError for unusable runs, OutputError for an unusable
     out_dir, ActrecError when the reloaded export does not reproduce the model; nothing is
     left at out_dir then.
     """
     from actrec.data.input.clip_spec import clip_spec
+    from actrec.models.score_fusion import check_average
     from actrec.trained_run import build_trained_model, load_trained_run
 
     started = time.monotonic()
     progress = progress or NullProgress()
-    from actrec.models.score_fusion import check_average
 
-    weights = checked_options(model_format, top_k, fusion_weights)
+    weights = checked_options(top_k, fusion_weights)
+    exporter = export_format(model_format)
     check_average(fusion_average)
-    from actrec.export.tflite import check_quantize
-
-    check_quantize(quantize)
     out_dir = Path(out_dir)
     check_out_dir(out_dir, overwrite)
     runs = ordered_runs([load_trained_run(path, checkpoint) for path in run_dirs])
@@ -149,69 +141,50 @@ def export_runs(
         from actrec.export.streaming_export import check_streamable
 
         check_streamable(runs)
-        if model_format == "keras":
-            raise ConfigError(
-                "--streaming writes a SavedModel or a TFLite model, not --format keras"
-            )
-    if quantize != "none" and model_format != "tflite":
-        raise ConfigError(f"--quantize {quantize} needs --format tflite")
-    preparation = export_preparation(runs, None if data_dir is None else Path(data_dir))
-    streams = [ExportedStream(run, clip_spec(run.recipe, training=False)) for run in runs]
+    streams = [ExportedStream(clip_spec(run.recipe, training=False), run=run) for run in runs]
     classes = runs[0].classes
-    k = min(top_k, len(classes))
+    request = ExportRequest(
+        streams,
+        classes,
+        min(top_k, len(classes)),
+        weights,
+        fusion_average,
+        streaming,
+        quantize,
+        opset,
+    )
+    exporter.check_request(request)
+    preparation = export_preparation(runs, None if data_dir is None else Path(data_dir))
 
     progress.start("export", 3)
-    models = [build_trained_model(run) for run in runs]
+    streams = [
+        ExportedStream(stream.spec, build_trained_model(stream.run), stream.run)
+        for stream in streams
+    ]
+    request = replace(request, streams=streams)
     progress.advance()
     staging = _staging_dir(out_dir)
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
     try:
-        streaming_entries = {}
-        tolerance = RELOAD_TOLERANCE
-        if model_format == "tflite":
-            from actrec.export.tflite_writer import tflite_metadata, write_tflite
-
-            difference, tolerance, state_shapes = write_tflite(
-                streams, models, staging, quantize, streaming, weights, fusion_average
-            )
-            streaming_entries = tflite_metadata(streams, quantize, state_shapes)
-            if streaming:
-                from actrec.export.streaming_export import streaming_metadata
-
-                entry = streaming_metadata(streams[0], state_shapes, runs[0])["streaming"]
-                streaming_entries["streaming"] = entry
-        elif streaming:
-            from actrec.export.streaming_export import (
-                streaming_metadata,
-                write_streaming_savedmodel,
-            )
-
-            difference, state_shapes = write_streaming_savedmodel(streams[0], models[0], staging)
-            streaming_entries = streaming_metadata(streams[0], state_shapes, runs[0])
-        elif model_format == "savedmodel":
-            difference = write_savedmodel(
-                streams, models, classes, k, weights, staging, fusion_average
-            )
-        else:
-            difference = write_keras(streams, models, weights, staging, fusion_average)
+        written = exporter.write(request, staging)
         progress.advance()
-        if tolerance is not None and not difference <= tolerance:
+        if written.tolerance is not None and not written.difference <= written.tolerance:
             raise ActrecError(
-                f"the reloaded export does not reproduce the model: probabilities differ by "
-                f"up to {difference:.3g} (tolerance {tolerance}); nothing was written to "
-                f"{out_dir}. Please report this with the run's recipe."
+                f"the reloaded export does not reproduce the model: its outputs differ by "
+                f"up to {written.difference:.3g} (tolerance {written.tolerance}); nothing was "
+                f"written to {out_dir}. Please report this with the run's recipe."
             )
         metadata = export_metadata(
-            streams, classes, model_format, k, weights, preparation, fusion_average
+            streams, classes, exporter.name, weights, preparation, fusion_average, written.metadata
         )
-        metadata.update(streaming_entries)
         _write_beside(staging, out_dir.name, streams, metadata)
         _commit(staging, out_dir)
         progress.advance()
     finally:
         shutil.rmtree(staging, ignore_errors=True)
         progress.finish()
+    difference = written.difference
     return ExportSummary(
         out_dir=out_dir,
         model_format=model_format,

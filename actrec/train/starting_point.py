@@ -178,6 +178,7 @@ def _read_source(path: Path, modality: str) -> _Source:
 
 def _export_source(path: Path, modality: str) -> _Source:
     from actrec.config.files import load_recipe
+    from actrec.export.formats.registry import format_of_export
     from actrec.export.metadata import read_export_metadata
 
     metadata = read_export_metadata(path)
@@ -189,11 +190,7 @@ def _export_source(path: Path, modality: str) -> _Source:
             "initialisation goes from RGB to flow only; start from an RGB run or export"
         )
     index = modalities.index(modality) if modality in modalities else modalities.index("rgb")
-    if metadata["model_format"] == "keras" and len(streams) > 1:
-        raise ConfigError(
-            f"{path} is a two-stream Keras export; start from the run it was exported from "
-            f"({streams[index]['run']}) or a SavedModel export"
-        )
+    format_of_export(path, metadata).check_start(path, metadata, index)
     recipe = load_recipe(path / streams[index]["recipe_file"])
     return _Source("export", path, recipe, tuple(metadata["classes"]), index)
 
@@ -229,35 +226,11 @@ def _source_model(source: _Source):
 
 
 def _export_model(source: _Source):
-    """The stream model of an export: a Keras export's model file, or a model rebuilt from
-    the export's recipe with the SavedModel's variables restored into it (the export's
-    tf.Module tracks their variables in order, actrec.export.saved_variables; earlier exports
-    tracked the models as `models`)."""
-    import tensorflow as tf
+    """The stream model of an export, as its format reads it back
+    (actrec.export.formats: ExportFormat.source_model)."""
+    from actrec.export.formats.registry import format_of_export
+    from actrec.export.metadata import read_export_metadata
 
-    from actrec.config.files import load_recipe
-    from actrec.export.metadata import KERAS_MODEL_FILE, read_export_metadata
-    from actrec.export.saved_variables import EXPORT_VARIABLES, export_variables
-    from actrec.models.factory import build_model
-    from actrec.models.segment_model import load_segment_model
-    from actrec.trained_run import without_pretrained_weights
-
-    if (source.path / KERAS_MODEL_FILE).is_file():
-        return load_segment_model(source.path / KERAS_MODEL_FILE)
     metadata = read_export_metadata(source.path)
-    models = []
-    for stream in metadata["streams"]:
-        recipe = without_pretrained_weights(load_recipe(source.path / stream["recipe_file"]))
-        models.append(build_model(recipe.model, recipe.data, len(source.classes)))
-    mismatches = []
-    for layout in ({EXPORT_VARIABLES: export_variables(models)}, {"models": models}):
-        status = tf.train.Checkpoint(**layout).read(str(source.path / "variables" / "variables"))
-        try:
-            status.expect_partial().assert_existing_objects_matched()
-            return models[source.stream]
-        except AssertionError as error:
-            mismatches.append(error)
-    raise ConfigError(
-        f"{source.path}: its SavedModel variables do not fit the model of its recipe "
-        f"({mismatches[0]}); start from the run it was exported from"
-    )
+    export_format = format_of_export(source.path, metadata)
+    return export_format.source_model(source.path, metadata, source.stream, len(source.classes))

@@ -1,0 +1,94 @@
+"""`--format keras`: OUT/model.keras, the segment model (or the two-stream model of
+actrec.models.fusion) on ready clips, loaded with actrec; a run can start from a one-stream
+Keras export (`--init-from`). No streaming model, and `actrec predict` does not run it (it
+takes sampled clips, not videos)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from actrec.errors import ConfigError
+from actrec.export.formats.registry import ExportFormat, ExportRequest, WrittenModel
+from actrec.export.model_writers import KERAS_MODEL_FILE, write_keras
+
+RELOAD_TOLERANCE = 1e-5
+
+
+def clip_inputs(streams) -> dict:
+    """actrec.json's "inputs" of a Keras export: ready clips by name."""
+    inputs = {}
+    for stream in streams:
+        spec = stream.spec
+        name = "frames" if len(streams) == 1 else stream.modality
+        meaning = (
+            "RGB 0-255"
+            if stream.modality == "rgb"
+            else "flow on the stored 0-255 scale (127.5 = no motion), channels [x0, y0, x1, ...]"
+        )
+        inputs[name] = {
+            "dtype": "float32",
+            "shape": ["N", spec.num_segments, spec.crop_size, spec.crop_size, spec.channels],
+            "description": f"sampled, centre-cropped clips, {meaning}; no resizing or sampling "
+            "inside (actrec.export.serving.clips_from_frames / clips_from_flow make them)",
+        }
+    return inputs
+
+
+class KerasFormat(ExportFormat):
+    name = "keras"
+    title = "Keras model"
+    summary = "model.keras on ready clips, loaded with actrec"
+    streaming = False
+    predicts = False
+    starts_runs = True
+
+    def write(self, request: ExportRequest, folder: Path) -> WrittenModel:
+        difference = write_keras(
+            request.streams, request.fusion_weights, folder, request.fusion_average
+        )
+        metadata = {
+            "model": KERAS_MODEL_FILE,
+            "inputs": clip_inputs(request.streams),
+            "outputs": "float32 [N, K]: fused probabilities"
+            if request.two_stream
+            else "float32 [N, K]: logits (apply softmax)",
+            "top_k": None,
+        }
+        return WrittenModel(difference, RELOAD_TOLERANCE, metadata)
+
+    def usage_lines(self, metadata: dict) -> list[str]:
+        return [
+            "## Use",
+            "",
+            "A Keras model of sampled, centre-cropped clips (no resizing or sampling inside); "
+            "load it with actrec:",
+            "",
+            "```python",
+            "from actrec.models.segment_model import load_segment_model",
+            f'model = load_segment_model("THIS_FOLDER/{KERAS_MODEL_FILE}")',
+            "```",
+            "",
+        ]
+
+    def cannot_predict(self, model_dir: Path) -> str:
+        return (
+            f"{model_dir} holds a Keras export (--format keras), which takes ready clips; "
+            "`actrec predict` needs the default SavedModel export: run `actrec export RUN "
+            "--out NEW_FOLDER`"
+        )
+
+    def check_start(self, model_dir: Path, metadata: dict, stream_index: int) -> None:
+        streams = metadata["streams"]
+        if len(streams) > 1:
+            raise ConfigError(
+                f"{model_dir} is a two-stream Keras export; start from the run it was exported "
+                f"from ({streams[stream_index]['run']}) or a SavedModel export"
+            )
+
+    def source_model(self, model_dir: Path, metadata: dict, stream_index: int, num_classes: int):
+        from actrec.models.segment_model import load_segment_model
+
+        return load_segment_model(model_dir / KERAS_MODEL_FILE)
+
+
+FORMAT = KerasFormat()

@@ -1,0 +1,94 @@
+"""`--format tflite [--quantize none|float16|dynamic]`: model.tflite for phones and small
+devices, in actrec.export.ready_clips' layout at batch 1 (normalisation inside, sampling and
+crop outside), clip models (one stream or fused) and the online TSM's streaming step alike.
+Written by TensorFlow's converter (actrec.export.tflite), checked against the in-process
+model (float32 within 1e-4; a quantised model's difference is reported), run by LiteRT where
+it is installed, else by TensorFlow's interpreter."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from actrec.atomic import write_bytes_atomic
+from actrec.export.formats.registry import (
+    ExportFormat,
+    ExportRequest,
+    WrittenModel,
+    predict_usage_lines,
+)
+from actrec.export.ready_clips import (
+    ReadyClipModel,
+    ReadyFrameStep,
+    model_function,
+    probe_difference,
+    ready_clip_entries,
+)
+from actrec.export.tflite import FLOAT_TOLERANCE, QUANTIZATIONS, TFLITE_FILE, TfliteRunner
+
+BATCH = 1
+
+
+class TfliteFormat(ExportFormat):
+    name = "tflite"
+    title = "TFLite model"
+    summary = (
+        "model.tflite for phones and devices (sampled, cropped clips in, normalisation "
+        "inside; layout in actrec.json)"
+    )
+    quantizations = QUANTIZATIONS
+    runtime_options = ("interpreter",)
+
+    def write(self, request: ExportRequest, folder: Path) -> WrittenModel:
+        from actrec.export.tflite import converted
+
+        function, signature, state_shapes = model_function(request, BATCH)
+        flatbuffer = converted(function, signature, request.models, request.quantize)
+        write_bytes_atomic(folder / TFLITE_FILE, flatbuffer)
+        runner = TfliteRunner(content=flatbuffer)
+        output = "logits" if request.streaming or not request.two_stream else "probabilities"
+        difference = probe_difference(function, signature, runner.run, output)
+        metadata = {
+            "model": TFLITE_FILE,
+            "quantize": request.quantize,
+            "top_k": None,
+            **ready_clip_entries(request, state_shapes, BATCH),
+        }
+        tolerance = FLOAT_TOLERANCE if request.quantize == "none" else None
+        return WrittenModel(difference, tolerance, metadata)
+
+    def usage_lines(self, metadata: dict) -> list[str]:
+        streaming = bool(metadata.get("streaming"))
+        names = ", ".join(f"{name}={name}" for name in metadata["inputs"])
+        return [
+            *predict_usage_lines(metadata),
+            "or with LiteRT (`pip install ai-edge-litert`) on "
+            + (
+                "one resized, centre-cropped frame at a time, the states fed back"
+                if streaming
+                else "sampled, centre-cropped clips"
+            )
+            + " (float32 0-255; the normalisation is inside; inputs below):",
+            "",
+            "```python",
+            "from ai_edge_litert.interpreter import Interpreter",
+            f'runner = Interpreter(model_path="THIS_FOLDER/{TFLITE_FILE}").get_signature_runner()',
+            f"outputs = runner({names})",
+            'outputs["logits"], outputs["state_00"]' if streaming else 'outputs["probabilities"]',
+            "```",
+            "",
+        ]
+
+    def clip_model(self, model_dir: Path, metadata: dict, **options):
+        runner = TfliteRunner(
+            model_dir / TFLITE_FILE, interpreter=options.get("interpreter", "auto")
+        )
+        return ReadyClipModel(runner.run, model_dir, metadata)
+
+    def stream_model(self, model_dir: Path, metadata: dict, **options):
+        runner = TfliteRunner(
+            model_dir / TFLITE_FILE, interpreter=options.get("interpreter", "auto")
+        )
+        return ReadyFrameStep(runner.run, model_dir, metadata)
+
+
+FORMAT = TfliteFormat()
