@@ -56,7 +56,7 @@ def validate_fields(section: str, config: Any) -> None:
     for item in fields(config):
         value = getattr(config, item.name)
         if is_choice(annotations[item.name]):
-            require_choice(section, config, item.name, typing.get_args(annotations[item.name]))
+            require_choice(f"{section}.{item.name}", value, typing.get_args(annotations[item.name]))
         allowed = field_problem(item.metadata, value)
         if allowed is not None:
             raise invalid(
