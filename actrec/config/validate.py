@@ -14,7 +14,7 @@ from typing import Any
 
 from actrec.config.bounds import field_problem
 from actrec.config.checks import invalid, require_choice
-from actrec.config.choices import SHIFTABLE_BACKBONES, trained_weights_path
+from actrec.config.choices import SHIFTABLE_BACKBONES, weights_source
 from actrec.config.coerce import coerced_field, field_types, is_choice, type_name
 from actrec.config.recipe import (
     SECTION_TYPES,
@@ -127,7 +127,8 @@ def _validate_model(model: ModelConfig, data: DataConfig) -> None:
             model.input_size,
             f"the model's input is the crop: use null or data.crop_size={data.crop_size}",
         )
-    if trained_weights_path(model.weights) == "":
+    start = weights_source(model.weights)
+    if start.is_run and not start.path:
         raise invalid(
             "model",
             "weights",
