@@ -24,6 +24,7 @@ from actrec.config.recipe import (
     DataConfig,
     ModelConfig,
     Recipe,
+    TrainConfig,
     resolved_partial_bn,
 )
 from actrec.config.validate_train import validate_train
@@ -35,18 +36,23 @@ def _require_types(recipe: Recipe) -> None:
     for key in TEXT_KEYS:
         if not isinstance(getattr(recipe, key), str):
             raise ConfigError(f"{key}={getattr(recipe, key)!r} must be a string")
-    for section, section_type in SECTION_TYPES.items():
-        config = getattr(recipe, section)
-        if not isinstance(config, section_type):
-            raise ConfigError(f"recipe.{section} must be a {section_type.__name__}")
-        for key, annotation in field_types(section_type).items():
-            value = getattr(config, key)
-            coerced = coerced_field(section, key, value, annotation, "recipe")
-            if coerced != value:
-                raise ConfigError(
-                    f"recipe: {section}.{key}={value!r} has the wrong type; expected "
-                    f"{type_name(annotation)}"
-                )
+    for section in SECTION_TYPES:
+        _require_section_types(section, getattr(recipe, section))
+
+
+def _require_section_types(section: str, config: Any) -> None:
+    """ConfigError unless `config` is the section's dataclass with values of its types."""
+    section_type = SECTION_TYPES[section]
+    if not isinstance(config, section_type):
+        raise ConfigError(f"recipe.{section} must be a {section_type.__name__}")
+    for key, annotation in field_types(section_type).items():
+        value = getattr(config, key)
+        coerced = coerced_field(section, key, value, annotation, "recipe")
+        if coerced != value:
+            raise ConfigError(
+                f"recipe: {section}.{key}={value!r} has the wrong type; expected "
+                f"{type_name(annotation)}"
+            )
 
 
 def validate_fields(section: str, config: Any) -> None:
@@ -157,3 +163,12 @@ def validate_recipe(recipe: Recipe) -> None:
         validate_fields(section, getattr(recipe, section))
     _validate_model(recipe.model, recipe.data)
     validate_train(recipe.train)
+
+
+def validate_train_section(train: TrainConfig) -> None:
+    """ConfigError for the first invalid value or combination of a train section: the
+    recipe's (`validate_recipe` checks it the same way) or one built in code for the
+    training loop (actrec.train.loop.DistributedTrainer, which calls this)."""
+    _require_section_types("train", train)
+    validate_fields("train", train)
+    validate_train(train)
