@@ -27,11 +27,11 @@ def main() -> None:
     cluster = cluster_from_environment()
     strategy = build_strategy("auto")  # before any TensorFlow op
 
+    from actrec.config.recipe import TrainConfig
     from actrec.data.input.clip_spec import ClipSpec
     from actrec.data.input.pipeline import build_dataset
     from actrec.models.segment_model import build_segment_model
     from actrec.train.loop import DistributedTrainer
-    from actrec.train.optimizer import OptimizerSettings
 
     spec = ClipSpec("rgb", num_segments=3, crop_size=arguments.crop)
     trainer = DistributedTrainer(
@@ -44,7 +44,7 @@ def main() -> None:
             weights=None,
             partial_bn=False,
         ),
-        OptimizerSettings("sgd", momentum=0.9),
+        TrainConfig(optimizer="sgd", momentum=0.9, weight_decay=0.0, clip_norm=None),
     )
 
     def dataset(context):

@@ -6,9 +6,12 @@ import math
 
 import click
 
+from actrec.models.score_fusion import AVERAGES, DEFAULT_AVERAGE
+from actrec.trained_run import CHECKPOINT_CHOICES
+
 checkpoint_option = click.option(
     "--checkpoint",
-    type=click.Choice(["final", "best"]),
+    type=click.Choice(CHECKPOINT_CHOICES),
     default="final",
     show_default=True,
     help="Which trained weights: final (final.weights.h5, the last epoch, as the published "
@@ -67,8 +70,8 @@ def score_average_option(what: str):
     """The --average option: what `what` averages, logits (default) or softmax."""
     return click.option(
         "--average",
-        type=click.Choice(["logits", "softmax"]),
-        default="logits",
+        type=click.Choice(AVERAGES),
+        default=DEFAULT_AVERAGE,
         show_default=True,
         help=f"What {what} averages: logits (the official TSN / TSM evaluation) or softmax "
         "probabilities.",

@@ -87,6 +87,7 @@ def train(
     """Train a TSN / TSM model. Run one process per worker (see `actrec launch`, TF_CONFIG or
     Slurm); only the chief writes the run directory."""
     import_tensorflow_quietly(start_runtime=False)
+    from actrec.config.choices import run_weights
     from actrec.config.overrides import overridden_settings
     from actrec.errors import WorkerLostError
     from actrec.train.memory.recipe_edits import auto_fields
@@ -96,7 +97,7 @@ def train(
 
     given_settings = overridden_settings(overrides)  # kept over a source's (--init-from)
     if init_from is not None:
-        overrides = (*overrides, f"model.weights=run:{init_from}")
+        overrides = (*overrides, f"model.weights={run_weights(init_from)}")
     recipe = recipe_from_options(recipe_name, run_dir, resume, overrides, batch_size, remat)
     chief = is_chief()
     if memory_budget is not None and not auto_fields(recipe) and chief:

@@ -3,23 +3,25 @@ K-step averaging with one worker, Adam state options, evaluation and resuming.""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
+from actrec.config.recipe import TrainConfig
 from actrec.errors import ConfigError
 
 tf = pytest.importorskip("tensorflow")
 keras = pytest.importorskip("keras")
 
-from actrec.train.loop import DistributedTrainer, SyncSettings  # noqa: E402
-from actrec.train.optimizer import OptimizerSettings  # noqa: E402
+from actrec.train.loop import DistributedTrainer  # noqa: E402
 from actrec.train.strategy import build_strategy  # noqa: E402
 
 CLASSES = 3
 SHAPE = (6, 6, 2)
-PLAIN_SGD = OptimizerSettings(name="sgd", momentum=0.0)
+PLAIN_SGD = TrainConfig(optimizer="sgd", momentum=0.0, weight_decay=0.0, clip_norm=None)
+KAVG_2 = {"sync": "kavg", "kavg_steps": 2}
 
 
 @pytest.fixture(scope="module")
@@ -104,9 +106,7 @@ def test_a_batch_that_does_not_split_into_micro_batches_is_refused(strategy):
 
 def test_clipping_caps_the_global_norm_of_the_update(strategy):
     clips, labels = data(8)
-    clipped = DistributedTrainer(
-        strategy, tiny_model, OptimizerSettings(momentum=0.0, clip_norm=0.01), seed=2
-    )
+    clipped = DistributedTrainer(strategy, tiny_model, replace(PLAIN_SGD, clip_norm=0.01), seed=2)
     free = DistributedTrainer(strategy, tiny_model, PLAIN_SGD, seed=2)
     before = weights(free)
     for trainer in (clipped, free):
@@ -141,7 +141,9 @@ def test_learning_rate_changes_take_effect_without_retracing(strategy):
 def test_mixed_precision_trains_and_restores_the_global_policy(strategy, precision, compute_dtype):
     clips, labels = data(16)
     trainer = DistributedTrainer(
-        strategy, tiny_model, OptimizerSettings(name="adam"), mixed_precision=precision
+        strategy,
+        tiny_model,
+        replace(PLAIN_SGD, optimizer="adam", mixed_precision=precision),
     )
     assert keras.mixed_precision.global_policy().name == "float32"
     assert trainer.model.layers[-1].compute_dtype == compute_dtype
@@ -157,7 +159,7 @@ def test_mixed_precision_trains_and_restores_the_global_policy(strategy, precisi
 
 def test_kavg_with_one_worker_trains_like_allreduce(strategy):
     clips, labels = data(32)
-    averaged = DistributedTrainer(strategy, tiny_model, PLAIN_SGD, SyncSettings("kavg", 2), seed=3)
+    averaged = DistributedTrainer(strategy, tiny_model, replace(PLAIN_SGD, **KAVG_2), seed=3)
     synchronous = DistributedTrainer(strategy, tiny_model, PLAIN_SGD, seed=3)
     assert averaged.num_replicas_in_sync == 1
     for trainer in (averaged, synchronous):
@@ -187,8 +189,7 @@ def test_adam_state_options(strategy, adam_state):
     trainer = DistributedTrainer(
         strategy,
         tiny_model,
-        OptimizerSettings(name="adam", adam_state=adam_state),
-        SyncSettings("kavg", 2),
+        replace(PLAIN_SGD, optimizer="adam", adam_state=adam_state, **KAVG_2),
     )
     stream = batches(trainer, clips, labels, 8)
     trainer.train_step(next(stream), 0.01)  # a local step: moments grow
@@ -211,9 +212,7 @@ def test_adam_state_options(strategy, adam_state):
 
 def test_weight_decay_spares_biases(strategy):
     clips, labels = data(8)
-    decayed = DistributedTrainer(
-        strategy, tiny_model, OptimizerSettings(momentum=0.0, weight_decay=0.1), seed=4
-    )
+    decayed = DistributedTrainer(strategy, tiny_model, replace(PLAIN_SGD, weight_decay=0.1), seed=4)
     plain = DistributedTrainer(strategy, tiny_model, PLAIN_SGD, seed=4)
     start = weights(plain)
     for trainer in (decayed, plain):
@@ -229,7 +228,7 @@ def test_weight_decay_spares_biases(strategy):
 
 def test_evaluate_matches_a_direct_computation_including_a_partial_batch(strategy):
     clips, labels = data(23)
-    trainer = DistributedTrainer(strategy, tiny_model, PLAIN_SGD, label_smoothing=0.1)
+    trainer = DistributedTrainer(strategy, tiny_model, replace(PLAIN_SGD, label_smoothing=0.1))
 
     def dataset_fn(context):
         return tf.data.Dataset.from_tensor_slices((clips, labels)).batch(5)
@@ -247,7 +246,7 @@ def test_evaluate_matches_a_direct_computation_including_a_partial_batch(strateg
 
 def test_checkpoint_items_resume_bit_exactly(strategy, tmp_path):
     clips, labels = data(16)
-    trainer = DistributedTrainer(strategy, tiny_model, OptimizerSettings(momentum=0.9))
+    trainer = DistributedTrainer(strategy, tiny_model, replace(PLAIN_SGD, momentum=0.9))
     stream = batches(trainer, clips, labels, 8)
     first, second = next(stream), next(stream)
     trainer.train_step(first, 0.1)
@@ -263,17 +262,17 @@ def test_checkpoint_items_resume_bit_exactly(strategy, tmp_path):
 
 def test_invalid_settings_are_config_errors(strategy):
     with pytest.raises(ConfigError, match=r"optimizer='rmsprop'.*sgd, adam"):
-        OptimizerSettings(name="rmsprop")
+        DistributedTrainer(strategy, tiny_model, replace(PLAIN_SGD, optimizer="rmsprop"))
     with pytest.raises(ConfigError, match="adam_state='shared'"):
-        OptimizerSettings(adam_state="shared")
+        DistributedTrainer(strategy, tiny_model, replace(PLAIN_SGD, adam_state="shared"))
     with pytest.raises(ConfigError, match="kavg_steps=0"):
-        SyncSettings("kavg", 0)
+        DistributedTrainer(strategy, tiny_model, replace(PLAIN_SGD, sync="kavg", kavg_steps=0))
     with pytest.raises(ConfigError, match="sync='gossip'"):
-        SyncSettings("gossip")
+        DistributedTrainer(strategy, tiny_model, replace(PLAIN_SGD, sync="gossip"))
     with pytest.raises(ConfigError, match="mixed_precision='int8'"):
-        DistributedTrainer(strategy, tiny_model, mixed_precision="int8")
+        DistributedTrainer(strategy, tiny_model, replace(PLAIN_SGD, mixed_precision="int8"))
     with pytest.raises(ConfigError, match=r"built keras.Model"):
-        DistributedTrainer(strategy, lambda: keras.Sequential([keras.layers.Dense(2)]))
+        DistributedTrainer(strategy, lambda: keras.Sequential([keras.layers.Dense(2)]), PLAIN_SGD)
 
 
 def test_kavg_refuses_several_replicas_in_one_process():
@@ -281,4 +280,4 @@ def test_kavg_refuses_several_replicas_in_one_process():
         extended=SimpleNamespace(worker_devices=("/gpu:0", "/gpu:1")), num_replicas_in_sync=2
     )
     with pytest.raises(ConfigError, match=r"one replica per worker.*actrec launch"):
-        DistributedTrainer(two_gpus, tiny_model, PLAIN_SGD, SyncSettings("kavg", 4))
+        DistributedTrainer(two_gpus, tiny_model, replace(PLAIN_SGD, sync="kavg", kavg_steps=4))

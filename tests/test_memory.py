@@ -211,9 +211,9 @@ def _max_relative_difference(first, second) -> float:
 
 def test_accumulation_with_frozen_batchnorm_gives_the_update_of_one_large_batch():
     tf = pytest.importorskip("tensorflow")
+    from actrec.config.recipe import TrainConfig
     from actrec.models.segment_model import batch_normalization_layers, build_segment_model
     from actrec.train.loop import DistributedTrainer
-    from actrec.train.optimizer import OptimizerSettings
     from actrec.train.strategy import build_strategy
 
     def frozen_bn_model():
@@ -225,7 +225,7 @@ def test_accumulation_with_frozen_batchnorm_gives_the_update_of_one_large_batch(
         return model
 
     strategy = build_strategy("one-device", environ={})
-    sgd = OptimizerSettings(name="sgd", momentum=0.0, clip_norm=None)
+    sgd = TrainConfig(optimizer="sgd", momentum=0.0, weight_decay=0.0, clip_norm=None)
     large = DistributedTrainer(strategy, frozen_bn_model, sgd, seed=3)
     accumulated = DistributedTrainer(strategy, frozen_bn_model, sgd, seed=3)
     weights = [np.array(v.value) for v in large.model.trainable_variables]

@@ -4,17 +4,21 @@ and on real segment models."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
+from actrec.config.recipe import TrainConfig
+from actrec.config.validate import validate_train_section
 from actrec.errors import ConfigError
 
 tf = pytest.importorskip("tensorflow")
 keras = pytest.importorskip("keras")
 
 from actrec.train.loop import DistributedTrainer  # noqa: E402
-from actrec.train.optimizer import OptimizerSettings, build_optimizer  # noqa: E402
-from actrec.train.param_groups import MultiplierRules, parameter_groups  # noqa: E402
+from actrec.train.optimizer import build_optimizer  # noqa: E402
+from actrec.train.param_groups import parameter_groups  # noqa: E402
 from actrec.train.strategy import build_strategy  # noqa: E402
 
 SHAPE = (6, 6, 2)
@@ -79,16 +83,15 @@ EXPECTED = {
     "classifier/kernel": (3.0, 1.0),
     "classifier/bias": (6.0, 0.0),
 }
-RULES = MultiplierRules(bias=2.0, first_conv=5.0, classifier=3.0)
+NO_DECAY_OR_CLIP = TrainConfig(weight_decay=0.0, clip_norm=None)
+RULES = replace(NO_DECAY_OR_CLIP, bias_lr_mult=2.0, first_conv_lr_mult=5.0, classifier_lr_mult=3.0)
 
 
 def test_two_sgd_momentum_steps_with_coupled_l2_equal_the_hand_computed_caffe_update(strategy):
     """Caffe SGDSolver (and PyTorch SGD at a constant rate): clip the loss gradient's global
     norm, add wd * decay_mult * w, history = momentum * history + lr * lr_mult * g, w -= history."""
     rate, momentum, decay, clip = 0.1, 0.9, 0.05, 0.5
-    settings = OptimizerSettings(
-        momentum=momentum, weight_decay=decay, clip_norm=clip, multipliers=RULES
-    )
+    settings = replace(RULES, momentum=momentum, weight_decay=decay, clip_norm=clip)
     trainer = DistributedTrainer(strategy, stem_model, settings, seed=5)
     variables = trainer.model.trainable_variables
     assert {short(v): EXPECTED[short(v)] for v in variables} == EXPECTED
@@ -117,7 +120,7 @@ def test_decay_before_clipping_would_give_another_update(strategy):
     """The same step with the decay clipped too (the wrong order) is measurably different,
     so the test above pins the order."""
     clips, labels = batch(0)
-    settings = OptimizerSettings(momentum=0.0, weight_decay=0.5, clip_norm=0.2)
+    settings = replace(NO_DECAY_OR_CLIP, momentum=0.0, weight_decay=0.5, clip_norm=0.2)
     trainer = DistributedTrainer(strategy, stem_model, settings, seed=5)
     variables = trainer.model.trainable_variables
     start = [np.array(v.value, np.float64) for v in variables]
@@ -137,7 +140,7 @@ def test_multipliers_scale_the_rate_of_exactly_their_variables(name):
     """One step on gradients of ones, no decay, no momentum: SGD moves each variable by
     -lr * lr_mult; Adam's first step is -lr * lr_mult * sign(g) as well."""
     model = stem_model()
-    settings = OptimizerSettings(name=name, momentum=0.0, multipliers=RULES)
+    settings = replace(RULES, optimizer=name, momentum=0.0)
     optimizer = build_optimizer(settings, model)
     optimizer.learning_rate = 0.01
     start = [np.array(v.value) for v in model.trainable_variables]
@@ -165,9 +168,9 @@ def test_adam_with_shared_step_rates_equals_keras_adam_bit_for_bit(weight_decay_
         )
         return keras.optimizers.Adam.update_step(self, gradient, variable, learning_rate)
 
-    settings = OptimizerSettings(
-        name="adam", weight_decay=0.01, weight_decay_mode=weight_decay_mode, clip_norm=0.5,
-        multipliers=RULES,
+    settings = replace(
+        RULES, optimizer="adam", weight_decay=0.01, weight_decay_mode=weight_decay_mode,
+        clip_norm=0.5,
     )  # fmt: skip
     models, ops_built = [], []
     for reference in (False, True):
@@ -195,7 +198,9 @@ def test_adam_with_shared_step_rates_equals_keras_adam_bit_for_bit(weight_decay_
 
 def test_decoupled_decay_is_keras_weight_decay_on_weights_only():
     model = stem_model()
-    settings = OptimizerSettings(momentum=0.0, weight_decay=0.1, weight_decay_mode="decoupled")
+    settings = replace(
+        NO_DECAY_OR_CLIP, momentum=0.0, weight_decay=0.1, weight_decay_mode="decoupled"
+    )
     optimizer = build_optimizer(settings, model)
     optimizer.learning_rate = 0.5
     start = [np.array(v.value) for v in model.trainable_variables]
@@ -225,7 +230,7 @@ def _segment_groups(backbone, modality, partial_bn, rules):
 def test_flow_resnet50_groups_name_exactly_the_sources_variables():
     """TSN flow (first conv 5 / 10, biases 2) with TSM's fc_lr5 (classifier 5 / 10), partial
     BN: the groups hold exactly the named variables, and every trainable variable once."""
-    rules = MultiplierRules(bias=2.0, first_conv=5.0, classifier=5.0)
+    rules = TrainConfig(bias_lr_mult=2.0, first_conv_lr_mult=5.0, classifier_lr_mult=5.0)
     model, groups = _segment_groups("resnet50", "flow", True, rules)
     assert short_paths(groups["first_conv_weight"]) == ("conv1_conv/kernel",)
     assert short_paths(groups["first_conv_bias"]) == ("conv1_conv/bias",)
@@ -248,7 +253,7 @@ def test_flow_resnet50_groups_name_exactly_the_sources_variables():
 
 
 def test_mobilenet_v2_first_conv_has_no_bias_and_every_bn_trains_without_partial_bn():
-    rules = MultiplierRules(bias=2.0, first_conv=5.0)
+    rules = TrainConfig(bias_lr_mult=2.0, first_conv_lr_mult=5.0)
     _, groups = _segment_groups("mobilenet_v2", "rgb", False, rules)
     assert short_paths(groups["first_conv_weight"]) == ("Conv1/kernel",)
     assert "first_conv_bias" not in groups  # keras' MobileNetV2 convolutions have no bias
@@ -261,10 +266,10 @@ def test_mobilenet_v2_first_conv_has_no_bias_and_every_bn_trains_without_partial
 def test_a_multiplier_for_a_missing_layer_is_an_error():
     model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2, name="head")])
     with pytest.raises(ConfigError, match=r"classifier_lr_mult=5 but model .* no trainable Dense"):
-        parameter_groups(model, MultiplierRules(classifier=5.0))
+        parameter_groups(model, TrainConfig(classifier_lr_mult=5.0))
     with pytest.raises(ConfigError, match=r"first_conv_lr_mult=5 but model .* no convolution"):
-        parameter_groups(model, MultiplierRules(first_conv=5.0))
+        parameter_groups(model, TrainConfig(first_conv_lr_mult=5.0))
     with pytest.raises(ConfigError, match="bias_lr_mult=0"):
-        MultiplierRules(bias=0)
+        validate_train_section(TrainConfig(bias_lr_mult=0))
     with pytest.raises(ConfigError, match="weight_decay_mode='l2'"):
-        OptimizerSettings(weight_decay_mode="l2")
+        validate_train_section(TrainConfig(weight_decay_mode="l2"))

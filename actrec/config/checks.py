@@ -1,6 +1,9 @@
-"""The checks `validate_recipe` is made of: a choice, a lower bound, and the error both raise.
+"""The error every check raises, and the one check of a choice.
 
-Every error is a ConfigError naming `section.key`, the value received and what is allowed.
+Every error is a ConfigError naming the value (`section.key` in a recipe, or an argument's
+name), the value received and what is allowed. A choice is checked by `require_choice`
+wherever it is checked: the recipe's fields (actrec.config.validate) and the arguments of
+the library's functions that take a choice outside a recipe (actrec.train.strategy).
 """
 
 from __future__ import annotations
@@ -12,21 +15,16 @@ from actrec.errors import ConfigError
 
 def invalid(section: str, key: str, value: Any, allowed: str) -> ConfigError:
     """The ConfigError for `section.key=value`, saying what is `allowed`."""
-    return ConfigError(f"{section}.{key}={value!r} is not valid; {allowed}")
+    return invalid_value(f"{section}.{key}", value, allowed)
 
 
-def require_choice(section: str, config: Any, key: str, choices: tuple[str, ...]) -> None:
-    """ConfigError unless `config.key` is one of `choices` (a tuple of actrec.config.choices)."""
-    value = getattr(config, key)
+def invalid_value(name: str, value: Any, allowed: str) -> ConfigError:
+    """The ConfigError for `name=value`, saying what is `allowed`."""
+    return ConfigError(f"{name}={value!r} is not valid; {allowed}")
+
+
+def require_choice(name: str, value: Any, choices: tuple[str, ...]) -> None:
+    """ConfigError unless `value` is one of `choices` (a tuple of actrec.config.choices);
+    `name` is what the error calls it ("train.optimizer", "strategy")."""
     if value not in choices:
-        raise invalid(section, key, value, f"choose one of: {', '.join(choices)}")
-
-
-def require_at_least(section: str, config: Any, key: str, minimum: float, optional=False):
-    """ConfigError unless `config.key` >= `minimum` (or None, when `optional`)."""
-    value = getattr(config, key)
-    if optional and value is None:
-        return
-    if value is None or value < minimum:
-        allowed = f"use a value >= {minimum}" + (" or null" if optional else "")
-        raise invalid(section, key, value, allowed)
+        raise invalid_value(name, value, f"choose one of: {', '.join(choices)}")

@@ -9,6 +9,7 @@ This module imports nothing from actrec but the backbone registry (actrec.config
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Literal, get_args
 
 from actrec.config.backbones import BACKBONES, shiftable_backbone_names
@@ -54,8 +55,33 @@ TRAINED_WEIGHTS_PREFIX = "run:"
 actrec.train.starting_point)."""
 
 
-def trained_weights_path(weights: str) -> str | None:
-    """PATH of a model.weights "run:PATH", else None."""
+@dataclass(frozen=True)
+class WeightsSource:
+    """What a model.weights value names.
+
+    kind: "imagenet", "none" (random initialisation), "file" (path: a no-top weight file) or
+        "run" (path: the finished run directory or export folder of "run:PATH", "" when it
+        names none, which `validate_recipe` refuses).
+    """
+
+    kind: str
+    path: str = ""
+
+    @property
+    def is_run(self) -> bool:
+        """Whether the weights come from a trained run (or export): "run:PATH"."""
+        return self.kind == "run"
+
+
+def weights_source(weights: str) -> WeightsSource:
+    """What model.weights `weights` names: the one reading of "run:PATH"."""
     if weights.startswith(TRAINED_WEIGHTS_PREFIX):
-        return weights[len(TRAINED_WEIGHTS_PREFIX) :].strip()
-    return None
+        return WeightsSource("run", weights[len(TRAINED_WEIGHTS_PREFIX) :].strip())
+    if weights in NAMED_WEIGHTS:
+        return WeightsSource(weights)
+    return WeightsSource("file", weights)
+
+
+def run_weights(path: object) -> str:
+    """The model.weights value that starts from the run (or export) at `path`: "run:PATH"."""
+    return f"{TRAINED_WEIGHTS_PREFIX}{path}"

@@ -14,7 +14,7 @@ from typing import Any
 
 from actrec.config.bounds import field_problem
 from actrec.config.checks import invalid, require_choice
-from actrec.config.choices import SHIFTABLE_BACKBONES, trained_weights_path
+from actrec.config.choices import SHIFTABLE_BACKBONES, weights_source
 from actrec.config.coerce import coerced_field, field_types, is_choice, type_name
 from actrec.config.recipe import (
     SECTION_TYPES,
@@ -24,6 +24,7 @@ from actrec.config.recipe import (
     DataConfig,
     ModelConfig,
     Recipe,
+    TrainConfig,
     resolved_partial_bn,
 )
 from actrec.config.validate_train import validate_train
@@ -35,18 +36,23 @@ def _require_types(recipe: Recipe) -> None:
     for key in TEXT_KEYS:
         if not isinstance(getattr(recipe, key), str):
             raise ConfigError(f"{key}={getattr(recipe, key)!r} must be a string")
-    for section, section_type in SECTION_TYPES.items():
-        config = getattr(recipe, section)
-        if not isinstance(config, section_type):
-            raise ConfigError(f"recipe.{section} must be a {section_type.__name__}")
-        for key, annotation in field_types(section_type).items():
-            value = getattr(config, key)
-            coerced = coerced_field(section, key, value, annotation, "recipe")
-            if coerced != value:
-                raise ConfigError(
-                    f"recipe: {section}.{key}={value!r} has the wrong type; expected "
-                    f"{type_name(annotation)}"
-                )
+    for section in SECTION_TYPES:
+        _require_section_types(section, getattr(recipe, section))
+
+
+def _require_section_types(section: str, config: Any) -> None:
+    """ConfigError unless `config` is the section's dataclass with values of its types."""
+    section_type = SECTION_TYPES[section]
+    if not isinstance(config, section_type):
+        raise ConfigError(f"recipe.{section} must be a {section_type.__name__}")
+    for key, annotation in field_types(section_type).items():
+        value = getattr(config, key)
+        coerced = coerced_field(section, key, value, annotation, "recipe")
+        if coerced != value:
+            raise ConfigError(
+                f"recipe: {section}.{key}={value!r} has the wrong type; expected "
+                f"{type_name(annotation)}"
+            )
 
 
 def validate_fields(section: str, config: Any) -> None:
@@ -56,7 +62,7 @@ def validate_fields(section: str, config: Any) -> None:
     for item in fields(config):
         value = getattr(config, item.name)
         if is_choice(annotations[item.name]):
-            require_choice(section, config, item.name, typing.get_args(annotations[item.name]))
+            require_choice(f"{section}.{item.name}", value, typing.get_args(annotations[item.name]))
         allowed = field_problem(item.metadata, value)
         if allowed is not None:
             raise invalid(
@@ -127,7 +133,8 @@ def _validate_model(model: ModelConfig, data: DataConfig) -> None:
             model.input_size,
             f"the model's input is the crop: use null or data.crop_size={data.crop_size}",
         )
-    if trained_weights_path(model.weights) == "":
+    start = weights_source(model.weights)
+    if start.is_run and not start.path:
         raise invalid(
             "model",
             "weights",
@@ -156,3 +163,12 @@ def validate_recipe(recipe: Recipe) -> None:
         validate_fields(section, getattr(recipe, section))
     _validate_model(recipe.model, recipe.data)
     validate_train(recipe.train)
+
+
+def validate_train_section(train: TrainConfig) -> None:
+    """ConfigError for the first invalid value or combination of a train section: the
+    recipe's (`validate_recipe` checks it the same way) or one built in code for the
+    training loop (actrec.train.loop.DistributedTrainer, which calls this)."""
+    _require_section_types("train", train)
+    validate_fields("train", train)
+    validate_train(train)

@@ -24,13 +24,13 @@ def build_model(model: ModelConfig, data: DataConfig, num_classes: int) -> keras
     stored 0-255 scale -> logits [B, num_classes]. model.weights "none" starts from random
     weights; so does "run:PATH", whose weights the trainer loads once the model is built
     (actrec.train.starting_point)."""
-    from actrec.config.choices import trained_weights_path
+    from actrec.config.choices import weights_source
     from actrec.config.recipe import resolved_input_size
     from actrec.models.segment_model import build_segment_model
 
     options = dataclasses.asdict(model)
     options["input_size"] = resolved_input_size(model, data)
-    if trained_weights_path(model.weights) is not None:
+    if weights_source(model.weights).is_run:
         options["weights"] = "none"
     return build_segment_model(
         num_classes=num_classes,

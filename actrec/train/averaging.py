@@ -35,11 +35,11 @@ def model_float_variables(model) -> list:
     ]
 
 
-def variables_to_average(model, optimizer, optimizer_settings, local_updates: bool) -> list:
-    """The variables an averaging round averages.
+def variables_to_average(model, optimizer, train, local_updates: bool) -> list:
+    """The variables an averaging round averages (train: the recipe's TrainConfig).
 
     kavg (local_updates): every float model variable, and Adam's moments when
-    optimizer_settings.adam_state is "average". allreduce: the trainable weights stay
+    train.adam_state is "average". allreduce: the trainable weights stay
     identical; each replica updates its own copy of the non-trainable statistics
     (BatchNorm moving mean / variance, aggregation "none"), which synchronize() averages.
     """
@@ -49,7 +49,7 @@ def variables_to_average(model, optimizer, optimizer_settings, local_updates: bo
             variable for variable in model_float_variables(model) if id(variable) not in trainable
         ]
     variables = model_float_variables(model)
-    if optimizer_settings.name == "adam" and optimizer_settings.adam_state == "average":
+    if train.optimizer == "adam" and train.adam_state == "average":
         variables += moment_variables(optimizer)
     return variables
 

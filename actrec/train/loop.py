@@ -36,11 +36,9 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from actrec.config.choices import MIXED_PRECISIONS
-from actrec.config.choices import SYNCS as SYNC_MODES
+from actrec.config.validate import validate_train_section
 from actrec.errors import ConfigError
 from actrec.train.averaging import (
     broadcast_from_first_worker,
@@ -48,11 +46,7 @@ from actrec.train.averaging import (
     moment_variables,
     variables_to_average,
 )
-from actrec.train.optimizer import (
-    OptimizerSettings,
-    build_optimizer,
-    check_choice,
-)
+from actrec.train.optimizer import build_optimizer
 from actrec.train.step import TrainStep
 from actrec.train.step_statistics import (
     EXAMPLES,
@@ -65,26 +59,9 @@ if TYPE_CHECKING:
     import keras
     import tensorflow as tf
 
+    from actrec.config.recipe import TrainConfig
+
 KERAS_POLICIES = {"none": None, "float16": "mixed_float16", "bfloat16": "mixed_bfloat16"}
-
-
-@dataclass(frozen=True)
-class SyncSettings:
-    """How workers synchronise: "allreduce" every step, or "kavg" every `kavg_steps`."""
-
-    mode: str = "allreduce"
-    kavg_steps: int = 1
-
-    def __post_init__(self) -> None:
-        check_choice("sync", self.mode, SYNC_MODES)
-        if (
-            isinstance(self.kavg_steps, bool)
-            or not isinstance(self.kavg_steps, int)
-            or (self.kavg_steps < 1)
-        ):
-            raise ConfigError(
-                f"kavg_steps={self.kavg_steps!r} is not valid; use a whole number >= 1"
-            )
 
 
 @contextlib.contextmanager
@@ -117,10 +94,12 @@ class DistributedTrainer(TrainStep):
     model_builder: returns a BUILT keras.Model (give it a keras.Input) mapping clips to
         logits [B, classes]; called under the mixed-precision policy, after
         `keras.utils.set_random_seed(seed)`.
-    optimizer / sync: OptimizerSettings / SyncSettings.
-    label_smoothing: targets (1 - s) one-hot + s / classes.
-    mixed_precision: "none", "float16" (mixed_float16 + dynamic loss scaling) or
-        "bfloat16" (mixed_bfloat16).
+    train: the recipe's train section (actrec.config.TrainConfig; checked here by
+        actrec.config.validate.validate_train_section), of which the trainer reads the
+        optimizer (actrec.train.optimizer.build_optimizer), the synchronisation (sync,
+        kavg_steps, adam_state), label_smoothing (targets (1 - s) one-hot + s / classes)
+        and mixed_precision ("float16": mixed_float16 + dynamic loss scaling; "bfloat16":
+        mixed_bfloat16).
     input_transform: applied to each replica's training clips where that replica runs,
         before the model (actrec.data.input.training_clips.finish_batch: uint8 crops -> clips).
 
@@ -136,11 +115,8 @@ class DistributedTrainer(TrainStep):
         self,
         strategy: tf.distribute.Strategy,
         model_builder: Callable[[], keras.Model],
-        optimizer: OptimizerSettings | None = None,
-        sync: SyncSettings | None = None,
+        train: TrainConfig,
         *,
-        label_smoothing: float = 0.0,
-        mixed_precision: str = "none",
         seed: int = 0,
         input_transform: Callable[[tf.Tensor], tf.Tensor] | None = None,
     ):
@@ -149,26 +125,18 @@ class DistributedTrainer(TrainStep):
 
         from actrec.train.strategy import worker_index
 
+        validate_train_section(train)
         self.strategy = strategy
-        self.optimizer_settings = optimizer or OptimizerSettings()
-        self.sync = sync or SyncSettings()
-        check_choice("mixed_precision", mixed_precision, MIXED_PRECISIONS)
-        if not 0.0 <= label_smoothing < 1.0:
-            raise ConfigError(
-                f"label_smoothing={label_smoothing!r} is not valid; use a value in [0, 1)"
-            )
-        self.label_smoothing = float(label_smoothing)
-        self.mixed_precision = mixed_precision
+        self.train = train
+        self.label_smoothing = float(train.label_smoothing)
         self.input_transform = input_transform
         self.replicas_per_worker = _replicas_per_worker(strategy)
         self.num_workers = max(1, strategy.num_replicas_in_sync // self.replicas_per_worker)
         self.worker_index = worker_index(strategy)
-        self.local_updates = self.sync.mode == "kavg"
-        self.kavg_steps = self.sync.kavg_steps
+        self.local_updates = train.sync == "kavg"
+        self.kavg_steps = train.kavg_steps
         self.reset_adam_state = (
-            self.local_updates
-            and self.optimizer_settings.name == "adam"
-            and self.optimizer_settings.adam_state == "reset"
+            self.local_updates and train.optimizer == "adam" and train.adam_state == "reset"
         )
         if self.local_updates and self.replicas_per_worker > 1:
             raise ConfigError(
@@ -180,10 +148,10 @@ class DistributedTrainer(TrainStep):
 
         keras.utils.set_random_seed(seed)
         scope = contextlib.nullcontext() if self.local_updates else strategy.scope()
-        with _keras_policy(mixed_precision), scope:
+        with _keras_policy(train.mixed_precision), scope:
             self.model = model_builder()
             self._check_model()
-            self.optimizer = build_optimizer(self.optimizer_settings, self.model, mixed_precision)
+            self.optimizer = build_optimizer(train, self.model)
         self.step_variable = tf.Variable(0, dtype=tf.int64, trainable=False, name="step")
         self.num_replicas_in_sync = (
             self.num_workers if self.local_updates else int(strategy.num_replicas_in_sync)
@@ -192,7 +160,7 @@ class DistributedTrainer(TrainStep):
         self.num_traces = 0
         self._steps_since_average = 0
         self._averaged_variables = variables_to_average(
-            self.model, self.optimizer, self.optimizer_settings, self.local_updates
+            self.model, self.optimizer, train, self.local_updates
         )
         # The adaptive schedule changes the batch size: after the first change, one
         # shape-relaxed trace serves every later size (the global batch is read dynamically).

@@ -31,75 +31,11 @@ under mixed precision.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, field
 
-from actrec.config.choices import ADAM_STATES, WEIGHT_DECAY_MODES
-from actrec.config.choices import OPTIMIZERS as OPTIMIZER_NAMES
+from actrec.config.recipe import TrainConfig
 from actrec.errors import ConfigError
-from actrec.train.param_groups import MultiplierRules, parameter_groups
+from actrec.train.param_groups import parameter_groups
 from actrec.train.step import decayed_gradient_and_rate
-
-
-def check_choice(name: str, value: str, choices: tuple[str, ...]) -> None:
-    if value not in choices:
-        raise ConfigError(f"{name}={value!r} is not valid; use one of {', '.join(choices)}")
-
-
-@dataclass(frozen=True)
-class OptimizerSettings:
-    """The optimizer of a run.
-
-    name: "sgd" or "adam".
-    momentum / nesterov: SGD only.
-    weight_decay / weight_decay_mode: "coupled" L2 (Caffe / PyTorch: wd * w joins the
-        gradient, through momentum) or "decoupled" (Keras' `weight_decay`); either way
-        only variables with decay_mult 1 decay (not biases, not BatchNorm parameters).
-    multipliers: learning-rate multipliers of biases, the first convolution and the new
-        classifier (actrec.train.param_groups).
-    clip_norm: clip the global norm of the (averaged) loss gradient to this (TSN / TSM: 20).
-    adam_state: kavg with Adam: the moments are kept per worker ("local", the default: the
-        most accurate, actrec.config.recipe.TrainConfig), averaged with the parameters
-        ("average"), or zeroed after each round ("reset", which also restarts Adam's bias
-        correction).
-    """
-
-    name: str = "sgd"
-    momentum: float = 0.9
-    nesterov: bool = False
-    weight_decay: float = 0.0
-    clip_norm: float | None = None
-    adam_state: str = "local"
-    weight_decay_mode: str = "coupled"
-    multipliers: MultiplierRules = field(default_factory=MultiplierRules)
-
-    def __post_init__(self) -> None:
-        check_choice("optimizer", self.name, OPTIMIZER_NAMES)
-        check_choice("adam_state", self.adam_state, ADAM_STATES)
-        check_choice("weight_decay_mode", self.weight_decay_mode, WEIGHT_DECAY_MODES)
-        if not 0.0 <= self.momentum < 1.0:
-            raise ConfigError(f"momentum={self.momentum!r} is not valid; use a value in [0, 1)")
-        if self.weight_decay < 0:
-            raise ConfigError(f"weight_decay={self.weight_decay!r} is not valid; use >= 0")
-        if self.clip_norm is not None and not self.clip_norm > 0:
-            raise ConfigError(f"clip_norm={self.clip_norm!r} is not valid; use a value > 0 or none")
-
-
-def optimizer_settings(train) -> OptimizerSettings:
-    """The OptimizerSettings of a recipe's TrainConfig (actrec.config)."""
-    return OptimizerSettings(
-        name=train.optimizer,
-        momentum=train.momentum,
-        nesterov=train.nesterov,
-        weight_decay=train.weight_decay,
-        clip_norm=train.clip_norm,
-        adam_state=train.adam_state,
-        weight_decay_mode=train.weight_decay_mode,
-        multipliers=MultiplierRules(
-            bias=train.bias_lr_mult,
-            first_conv=train.first_conv_lr_mult,
-            classifier=train.classifier_lr_mult,
-        ),
-    )
 
 
 class VariableRates:
@@ -120,7 +56,7 @@ class VariableRates:
         except KeyError:
             raise ConfigError(
                 "the optimizer was asked to update a variable it was not built for; build "
-                "it with build_optimizer(settings, model) for the model it trains"
+                "it with build_optimizer(train, model) for the model it trains"
             ) from None
 
 
@@ -211,22 +147,25 @@ def _actrec_optimizer_class(base: type) -> type:
     )
 
 
-def build_optimizer(settings: OptimizerSettings, model, mixed_precision: str = "none"):
+def build_optimizer(train: TrainConfig, model):
     """A built Keras optimizer for `model`'s trainable variables (a LossScaleOptimizer
-    around it under float16); `actrec_rates.groups` of the Keras optimizer lists the
-    parameter groups."""
+    around it under float16), as a recipe's train section (validated by actrec.config)
+    asks: train.optimizer with its momentum / nesterov (SGD), weight_decay in its
+    weight_decay_mode (either way only variables with decay_mult 1 decay), clip_norm, the
+    *_lr_mult multipliers and mixed_precision. `actrec_rates.groups` of the Keras optimizer
+    lists the parameter groups."""
     import keras
 
-    groups = parameter_groups(model, settings.multipliers)
-    decoupled = settings.weight_decay_mode == "decoupled" and settings.weight_decay > 0
+    groups = parameter_groups(model, train)
+    decoupled = train.weight_decay_mode == "decoupled" and train.weight_decay > 0
     arguments = {
         "learning_rate": 0.0,  # set before every step
-        "weight_decay": settings.weight_decay if decoupled else None,
-        "global_clipnorm": settings.clip_norm,
+        "weight_decay": train.weight_decay if decoupled else None,
+        "global_clipnorm": train.clip_norm,
     }
-    if settings.name == "sgd":
+    if train.optimizer == "sgd":
         base = keras.optimizers.SGD
-        arguments.update(momentum=settings.momentum, nesterov=settings.nesterov)
+        arguments.update(momentum=train.momentum, nesterov=train.nesterov)
     else:
         base = keras.optimizers.Adam
     optimizer = _actrec_optimizer_class(base)(**arguments)
@@ -234,7 +173,7 @@ def build_optimizer(settings: OptimizerSettings, model, mixed_precision: str = "
         optimizer.exclude_from_weight_decay(
             var_list=[v for group in groups if not group.decay_mult for v in group.variables]
         )
-    coupled = 0.0 if decoupled else settings.weight_decay
+    coupled = 0.0 if decoupled else train.weight_decay
     optimizer.actrec_rates = VariableRates(
         {
             optimizer._var_key(variable): (group.lr_mult, coupled * group.decay_mult)
@@ -243,7 +182,7 @@ def build_optimizer(settings: OptimizerSettings, model, mixed_precision: str = "
         },
         groups,
     )
-    if mixed_precision == "float16":
+    if train.mixed_precision == "float16":
         optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
     optimizer.build(model.trainable_variables)
     return optimizer

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from actrec.config.recipe import TrainConfig
 from actrec.errors import ConfigError
 
 CLASSIFIER_LAYER = "classifier"
@@ -51,35 +52,22 @@ GROUP_NAMES = (
 )
 
 
-@dataclass(frozen=True)
-class MultiplierRules:
-    """The learning-rate multipliers of a recipe (train.*_lr_mult); 1 means none."""
-
-    bias: float = 1.0
-    first_conv: float = 1.0
-    classifier: float = 1.0
-
-    def __post_init__(self) -> None:
-        for name in ("bias", "first_conv", "classifier"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
-                raise ConfigError(
-                    f"{name}_lr_mult={value!r} is not valid; use a multiplier > 0 (1 for none)"
-                )
-
-    def multipliers(self, group: str) -> tuple[float, float]:
-        """(lr_mult, decay_mult) of a group in GROUP_NAMES."""
-        table = {
-            "first_conv_weight": (self.first_conv, 1.0),
-            "first_conv_bias": (self.first_conv * self.bias, 0.0),
-            "normal_weight": (1.0, 1.0),
-            "normal_bias": (self.bias, 0.0),
-            "batch_norm": (1.0, 0.0),
-            "classifier_weight": (self.classifier, 1.0),
-            "classifier_bias": (self.classifier * self.bias, 0.0),
-            "other_vector": (1.0, 0.0),
-        }
-        return table[group]
+def group_multipliers(train: TrainConfig, group: str) -> tuple[float, float]:
+    """(lr_mult, decay_mult) of a group in GROUP_NAMES under the learning-rate multipliers
+    of a recipe's train section (train.*_lr_mult, checked by actrec.config; 1 means none)."""
+    bias, first_conv = train.bias_lr_mult, train.first_conv_lr_mult
+    classifier = train.classifier_lr_mult
+    table = {
+        "first_conv_weight": (first_conv, 1.0),
+        "first_conv_bias": (first_conv * bias, 0.0),
+        "normal_weight": (1.0, 1.0),
+        "normal_bias": (bias, 0.0),
+        "batch_norm": (1.0, 0.0),
+        "classifier_weight": (classifier, 1.0),
+        "classifier_bias": (classifier * bias, 0.0),
+        "other_vector": (1.0, 0.0),
+    }
+    return table[group]
 
 
 @dataclass(frozen=True)
@@ -149,14 +137,15 @@ def _layer_roles(layer, is_first_conv: bool) -> dict[int, str]:
     return roles
 
 
-def parameter_groups(model, rules: MultiplierRules | None = None) -> list[ParameterGroup]:
+def parameter_groups(model, train: TrainConfig | None = None) -> list[ParameterGroup]:
     """The groups (in GROUP_NAMES order, empty ones left out) of `model`'s trainable
-    variables; every trainable variable is in exactly one group.
+    variables under `train`'s multipliers (None: none); every trainable variable is in
+    exactly one group.
 
     ConfigError when a multiplier other than 1 names a layer the model does not have (a
     first-conv multiplier without any convolution, a classifier multiplier without a
     Dense layer named `classifier`)."""
-    rules = rules or MultiplierRules()
+    train = train or TrainConfig()
     layers = _leaf_layers(model)
     first_conv = next((layer for layer in layers if _is_convolution(layer)), None)
     roles: dict[int, str] = {}
@@ -169,18 +158,19 @@ def parameter_groups(model, rules: MultiplierRules | None = None) -> list[Parame
         if group is None:
             group = "other_vector" if len(variable.shape) <= 1 else "normal_weight"
         by_group[group].append(variable)
-    if rules.first_conv != 1 and first_conv is None:
+    if train.first_conv_lr_mult != 1 and first_conv is None:
         raise ConfigError(
-            f"first_conv_lr_mult={rules.first_conv:g} but model {model.name!r} has no "
+            f"first_conv_lr_mult={train.first_conv_lr_mult:g} but model {model.name!r} has no "
             "convolution layer; use 1"
         )
-    if rules.classifier != 1 and not (by_group["classifier_weight"] or by_group["classifier_bias"]):
+    has_classifier = bool(by_group["classifier_weight"] or by_group["classifier_bias"])
+    if train.classifier_lr_mult != 1 and not has_classifier:
         raise ConfigError(
-            f"classifier_lr_mult={rules.classifier:g} but model {model.name!r} has no "
+            f"classifier_lr_mult={train.classifier_lr_mult:g} but model {model.name!r} has no "
             f"trainable Dense layer named {CLASSIFIER_LAYER!r}; use 1"
         )
     return [
-        ParameterGroup(name, *rules.multipliers(name), tuple(variables))
+        ParameterGroup(name, *group_multipliers(train, name), tuple(variables))
         for name, variables in by_group.items()
         if variables
     ]

@@ -25,7 +25,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
-from actrec.config.choices import trained_weights_path
+from actrec.config.choices import weights_source
 from actrec.errors import ConfigError
 from actrec.models.transfer import classifier_mapping
 from actrec.train.source_settings import (
@@ -93,12 +93,12 @@ def starting_point(
     inherits (all but those `given` on the command line, "section.key") and its
     differences from the source's training. A resumed run (`previous` run.json) keeps the
     one it started from. ConfigError naming both sides and the fix."""
-    path = trained_weights_path(recipe.model.weights)
-    if path is None:
+    weights = weights_source(recipe.model.weights)
+    if not weights.is_run:
         return None
     if isinstance(previous.get(RECORD_KEY), dict):
         return StartingPoint.from_json(previous[RECORD_KEY])
-    source = _read_source(Path(path), recipe.data.modality)
+    source = _read_source(Path(weights.path), recipe.data.modality)
     settings = source_settings(recipe, source.recipe, given)
     _check_compatible(source, with_inherited(recipe, settings.inherited))
     model = source.recipe.model

@@ -24,6 +24,7 @@ import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from actrec.config.checks import require_choice
 from actrec.config.choices import COMMUNICATIONS
 from actrec.config.choices import STRATEGIES as STRATEGY_KINDS
 from actrec.errors import ConfigError
@@ -174,11 +175,6 @@ def cluster_from_environment(environ: Mapping[str, str] | None = None) -> Cluste
     return ClusterInfo(1, 0, True, "local")
 
 
-def _check_choice(name: str, value: str, choices: tuple[str, ...]) -> None:
-    if value not in choices:
-        raise ConfigError(f"{name}={value!r} is not valid; use one of {', '.join(choices)}")
-
-
 def _communication_options(communication: str, timeout_seconds: float | None):
     import tensorflow as tf
 
@@ -307,8 +303,8 @@ def build_strategy(
     timeout_seconds: abort a collective that waits longer than this (default: never).
     Raises ConfigError for an unknown kind / communication or a malformed cluster.
     """
-    _check_choice("strategy", kind, STRATEGY_KINDS)
-    _check_choice("communication", communication, COMMUNICATIONS)
+    require_choice("strategy", kind, STRATEGY_KINDS)
+    require_choice("communication", communication, COMMUNICATIONS)
     environ = _environment(environ)
     cluster = cluster_from_environment(environ)
     if kind == "auto":

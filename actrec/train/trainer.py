@@ -8,17 +8,12 @@ def build_trainer(strategy, recipe, num_classes: int, input_transform=None):
     and synchronisation (recipe.train), seeded by recipe.runtime.seed. input_transform: run
     on each batch before the model (e.g. the on-device clip finishing)."""
     from actrec.models.factory import model_builder
-    from actrec.train.loop import DistributedTrainer, SyncSettings
-    from actrec.train.optimizer import optimizer_settings
+    from actrec.train.loop import DistributedTrainer
 
-    train = recipe.train
     return DistributedTrainer(
         strategy,
         model_builder(recipe.model, recipe.data, num_classes),
-        optimizer_settings(train),
-        SyncSettings(mode=train.sync, kavg_steps=train.kavg_steps),
-        label_smoothing=train.label_smoothing,
-        mixed_precision=train.mixed_precision,
+        recipe.train,
         seed=recipe.runtime.seed,
         input_transform=input_transform,
     )

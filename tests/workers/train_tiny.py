@@ -65,9 +65,8 @@ def main() -> int:
     import numpy as np
     import tensorflow as tf
 
-    from actrec.train.loop import DistributedTrainer, SyncSettings
-    from actrec.train.optimizer import OptimizerSettings
-    from actrec.train.param_groups import MultiplierRules
+    from actrec.config.recipe import TrainConfig
+    from actrec.train.loop import DistributedTrainer
 
     tf.config.experimental.enable_op_determinism()
     worker = worker_index(strategy)
@@ -100,15 +99,24 @@ def main() -> int:
 
         return build
 
-    def optimizer_settings(settings: dict) -> OptimizerSettings:
+    def train_config(settings: dict) -> TrainConfig:
+        common = {
+            "optimizer": settings["optimizer"],
+            "clip_norm": None,
+            "sync": settings["sync"],
+            "kavg_steps": int(settings["k"]),
+            "mixed_precision": settings["precision"],
+        }
         if settings["rules"] != "1":
-            return OptimizerSettings(name=settings["optimizer"], momentum=0.0)
-        return OptimizerSettings(
-            name=settings["optimizer"],
+            return TrainConfig(**common, momentum=0.0, weight_decay=0.0)
+        return TrainConfig(
+            **common,
             momentum=0.9,
             weight_decay=0.01,
             weight_decay_mode="coupled",
-            multipliers=MultiplierRules(bias=2.0, first_conv=5.0, classifier=3.0),
+            bias_lr_mult=2.0,
+            first_conv_lr_mult=5.0,
+            classifier_lr_mult=3.0,
         )
 
     args.out.mkdir(parents=True, exist_ok=True)
@@ -118,9 +126,7 @@ def main() -> int:
         trainer = DistributedTrainer(
             strategy,
             model_builder(settings["bn"] == "1", settings["rules"] == "1"),
-            optimizer_settings(settings),
-            SyncSettings(settings["sync"], int(settings["k"])),
-            mixed_precision=settings["precision"],
+            train_config(settings),
             seed=7,
         )
         batches = iter(trainer.distribute(dataset_fn))
