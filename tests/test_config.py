@@ -71,7 +71,7 @@ def test_builtin_recipe_file_states_a_value_once(name):
     """A value lives in one file: a recipe repeats a value of the recipe it extends only to
     cite its own source for it (a row of its fidelity table)."""
     from actrec.config.inheritance import read_recipe_file
-    from actrec.recipe_sources import source_table
+    from actrec.config.recipe_sources import source_table
 
     recipe_file = read_recipe_file(name)
     parent = recipe_file.values.get("extends")
@@ -606,10 +606,11 @@ def test_backbone_choices_are_the_model_registry():
 
 def test_components_take_their_choices_from_the_recipe_literals():
     """Each component's tuple of allowed values is the config's tuple, not a copy."""
+    from actrec.cluster import strategy
     from actrec.config import choices
     from actrec.data.input import clip_spec as clip_spec_module
     from actrec.data.input import sampling
-    from actrec.train import loop, optimizer, strategy
+    from actrec.train import loop, optimizer
 
     # A clip is the recipe's data section: its choices are the section's Literals.
     assert issubclass(clip_spec_module.ClipSpec, DataConfig)

@@ -9,10 +9,11 @@ import math
 import numpy as np
 import pytest
 
+from actrec.cluster.collectives import agreed_counts
 from actrec.config.files import load_recipe
 from actrec.config.overrides import apply_overrides
 from actrec.errors import ConfigError
-from actrec.train.divergence import DivergenceGuard, agreed_counts
+from actrec.train.divergence import DivergenceGuard
 from actrec.train.faults import NanInjection
 
 

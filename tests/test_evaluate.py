@@ -22,7 +22,7 @@ from actrec.errors import ConfigError
 from actrec.evaluation.evaluate import evaluate_run, fuse_evaluations, load_evaluation
 from actrec.evaluation.protocols import PROTOCOLS, resolve_protocol
 from actrec.evaluation.scores import load_video_scores
-from actrec.trained_run import build_trained_model, load_trained_run
+from actrec.runs.trained import build_trained_model, load_trained_run
 
 TINY = [
     "model.backbone=mobilenet_v3_small",

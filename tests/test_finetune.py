@@ -138,8 +138,8 @@ def test_init_from_a_run_prints_what_it_loaded_and_records_it(tiny_runs, cli_run
 def _assert_flow_export_initialises_the_trained_weights(export, flow_run) -> None:
     """A flow TSN started from `export` (model.weights=run:EXPORT) holds every weight of the
     tiny flow run it was exported from, its classifier kept."""
+    from actrec.runs.trained import build_trained_model, load_trained_run
     from actrec.train.starting_point import load_starting_weights, starting_point
-    from actrec.trained_run import build_trained_model, load_trained_run
 
     classes = load_trained_run(flow_run).classes
     expected = build_trained_model(load_trained_run(flow_run))
@@ -171,7 +171,7 @@ def test_init_from_an_export_of_the_earlier_layout_loads_its_weights(
     import tensorflow as tf
 
     from actrec.export.saved_variables import EXPORT_VARIABLES
-    from actrec.trained_run import build_trained_model, load_trained_run
+    from actrec.runs.trained import build_trained_model, load_trained_run
 
     earlier = tmp_path / "earlier-export"
     shutil.copytree(tiny_exports["flow"], earlier)

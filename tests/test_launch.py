@@ -1,4 +1,4 @@
-"""actrec.train.launch and `actrec launch`: real worker processes (tests/workers/behave.py)."""
+"""actrec.cluster.launch and `actrec launch`: real worker processes (tests/workers/behave.py)."""
 
 from __future__ import annotations
 
@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from actrec.errors import ConfigError
-from actrec.train.launch import (
+from actrec.cluster.launch import (
     free_ports,
     launch_local_workers,
     run_local_workers,
     worker_environments,
     worker_tf_configs,
 )
+from actrec.errors import ConfigError
 
 BEHAVE = str(Path(__file__).resolve().parent / "workers" / "behave.py")
 

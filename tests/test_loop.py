@@ -13,9 +13,9 @@ from actrec.errors import ConfigError
 tf = pytest.importorskip("tensorflow")
 keras = pytest.importorskip("keras")
 
+from actrec.cluster.strategy import build_strategy  # noqa: E402
 from actrec.train.loop import DistributedTrainer, SyncSettings  # noqa: E402
 from actrec.train.optimizer import OptimizerSettings  # noqa: E402
-from actrec.train.strategy import build_strategy  # noqa: E402
 
 CLASSES = 3
 SHAPE = (6, 6, 2)

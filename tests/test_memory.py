@@ -17,11 +17,11 @@ from actrec.config.files import load_recipe, recipe_to_yaml
 from actrec.config.overrides import apply_overrides
 from actrec.config.validate import validate_recipe
 from actrec.errors import ConfigError
-from actrec.train.memory.choose import choose_batch
-from actrec.train.memory.probe import ProbeResult, probe_batch
-from actrec.train.memory.recipe_edits import with_batch_size, with_saved_decision
-from actrec.train.memory.step_time import StepTimeModel
-from actrec.train.memory.units import GIB, MIB, format_bytes, parse_batch_size, parse_memory_size
+from actrec.memory.choose import choose_batch
+from actrec.memory.probe import ProbeResult, probe_batch
+from actrec.memory.recipe_edits import with_batch_size, with_saved_decision
+from actrec.memory.step_time import StepTimeModel
+from actrec.memory.units import GIB, MIB, format_bytes, parse_batch_size, parse_memory_size
 
 TINY = [
     "model.backbone=mobilenet_v3_small",
@@ -211,10 +211,10 @@ def _max_relative_difference(first, second) -> float:
 
 def test_accumulation_with_frozen_batchnorm_gives_the_update_of_one_large_batch():
     tf = pytest.importorskip("tensorflow")
+    from actrec.cluster.strategy import build_strategy
     from actrec.models.segment_model import batch_normalization_layers, build_segment_model
     from actrec.train.loop import DistributedTrainer
     from actrec.train.optimizer import OptimizerSettings
-    from actrec.train.strategy import build_strategy
 
     def frozen_bn_model():
         model = build_segment_model(

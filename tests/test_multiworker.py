@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from actrec.train.launch import launch_local_workers, run_local_workers
+from actrec.cluster.launch import launch_local_workers, run_local_workers
 
 pytestmark = pytest.mark.slow
 

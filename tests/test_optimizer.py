@@ -12,10 +12,10 @@ from actrec.errors import ConfigError
 tf = pytest.importorskip("tensorflow")
 keras = pytest.importorskip("keras")
 
+from actrec.cluster.strategy import build_strategy  # noqa: E402
 from actrec.train.loop import DistributedTrainer  # noqa: E402
 from actrec.train.optimizer import OptimizerSettings, build_optimizer  # noqa: E402
 from actrec.train.param_groups import MultiplierRules, parameter_groups  # noqa: E402
-from actrec.train.strategy import build_strategy  # noqa: E402
 
 SHAPE = (6, 6, 2)
 CLASSES = 3

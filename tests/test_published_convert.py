@@ -16,8 +16,8 @@ import torch
 import torch_reference as reference
 from conftest import TINY_RUN_SETTINGS
 
-from actrec.runs import RECIPE_FILE, RUN_FILE
-from actrec.trained_run import load_trained_run, without_pretrained_weights
+from actrec.runs.folder import RECIPE_FILE, RUN_FILE
+from actrec.runs.trained import load_trained_run, without_pretrained_weights
 
 TOLERANCE = 1e-4
 

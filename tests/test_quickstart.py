@@ -11,7 +11,7 @@ import pytest
 
 from actrec.data.synthetic.config import SYNTHETIC_CLASSES
 from actrec.evaluation.scores import load_video_scores
-from actrec.quickstart import SIZES
+from actrec.quickstart.stages import SIZES
 
 
 def test_the_cli_offers_the_library_sizes():

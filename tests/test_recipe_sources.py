@@ -10,8 +10,13 @@ import pytest
 
 from actrec.config.files import load_recipe
 from actrec.config.inheritance import builtin_base_names, builtin_recipe_names
+from actrec.config.recipe_sources import (
+    recipe_fields,
+    recipe_set_fields,
+    source_table,
+    table_problems,
+)
 from actrec.errors import ConfigError
-from actrec.recipe_sources import recipe_fields, recipe_set_fields, source_table, table_problems
 
 PUBLISHED = ("tsn-rgb-ucf101", "tsn-flow-ucf101", "tsn-rgb-hmdb51", "tsn-flow-hmdb51")
 FINE_TUNING = ("tsm-ucf101-from-kinetics400", "tsm-hmdb51-from-kinetics400")
@@ -27,7 +32,7 @@ def test_every_field_a_builtin_recipe_sets_has_its_row_and_the_recipes_value(nam
 
 
 def test_a_row_for_a_field_the_recipe_leaves_at_its_default_is_reported(monkeypatch):
-    import actrec.recipe_sources as sources
+    import actrec.config.recipe_sources as sources
 
     stated = dict(recipe_set_fields("tsn-rgb-hmdb51"))
     del stated["train.epochs"]
@@ -38,7 +43,7 @@ def test_a_row_for_a_field_the_recipe_leaves_at_its_default_is_reported(monkeypa
 
 
 def test_a_recipe_that_drifts_from_its_table_is_reported(monkeypatch):
-    import actrec.recipe_sources as sources
+    import actrec.config.recipe_sources as sources
 
     drifted = load_recipe("tsn-flow-ucf101")
     drifted = dataclasses.replace(

@@ -9,7 +9,7 @@ import pytest
 from actrec.config.files import dump_recipe, load_recipe
 from actrec.config.overrides import apply_overrides, overridden_settings
 from actrec.errors import ConfigError
-from actrec.runs import write_run_record
+from actrec.runs.folder import write_run_record
 from actrec.train.source_settings import (
     source_settings,
     with_inherited,
@@ -176,8 +176,8 @@ def test_the_record_round_trips_and_a_resumed_run_reuses_what_it_inherited(tmp_p
 def test_resuming_with_the_command_that_started_the_run_is_not_refused(tmp_path):
     """`actrec train --recipe finetune-tsm --init-from SOURCE --resume` gives the recipe file's
     shift; the run's recipe.yaml holds the source's, which run.json records as inherited."""
+    from actrec.cluster.strategy import ClusterInfo
     from actrec.train.resume import open_run_directory
-    from actrec.train.strategy import ClusterInfo
 
     recipe, settings = _settings("finetune-tsm", QUICKSTART_NETWORK)
     run_dir = tmp_path / "run"

@@ -1,4 +1,4 @@
-"""actrec.train.strategy: TF_CONFIG / Slurm parsing and strategy selection."""
+"""actrec.cluster.strategy: TF_CONFIG / Slurm parsing and strategy selection."""
 
 from __future__ import annotations
 
@@ -8,8 +8,7 @@ import sys
 
 import pytest
 
-from actrec.errors import ConfigError
-from actrec.train.strategy import (
+from actrec.cluster.strategy import (
     ClusterInfo,
     build_strategy,
     cluster_from_environment,
@@ -18,6 +17,7 @@ from actrec.train.strategy import (
     worker_count,
     worker_index,
 )
+from actrec.errors import ConfigError
 
 TWO_WORKERS = {"worker": ["localhost:12345", "localhost:12346"]}
 
@@ -97,7 +97,7 @@ def test_slurm_variables_give_a_multi_worker_cluster():
 def test_slurm_cluster_resolves_on_cpu_nodes(monkeypatch):
     # TF's SlurmClusterResolver lists no task at all without GPUs; strategy.py works
     # around it (one placeholder slot per task, CUDA_VISIBLE_DEVICES left alone).
-    from actrec.train.strategy import _slurm_resolver
+    from actrec.cluster.strategy import _slurm_resolver
 
     environ = {
         "SLURM_STEP_NUM_TASKS": "3",
@@ -124,7 +124,7 @@ def test_slurm_problems_are_config_errors():
 
 def test_reading_the_cluster_does_not_import_tensorflow():
     code = (
-        "import sys, json; from actrec.train.strategy import is_chief, cluster_from_environment;"
+        "import sys, json; from actrec.cluster.strategy import is_chief, cluster_from_environment;"
         "is_chief(); cluster_from_environment({'TF_CONFIG': json.dumps({'cluster': {'worker':"
         "['a:1']}, 'task': {'type': 'worker', 'index': 0}})});"
         "print('tensorflow' in sys.modules)"

@@ -19,7 +19,7 @@ from actrec.export.predict import record_inputs
 from actrec.export.serving import clips_from_frames
 from actrec.export.stream_predict import StreamingModel
 from actrec.models.segment_model import segment_backbone
-from actrec.trained_run import build_trained_model, load_trained_run
+from actrec.runs.trained import build_trained_model, load_trained_run
 
 
 def sampled_frames(video: Path, settings, spec) -> np.ndarray:

@@ -17,7 +17,7 @@ from actrec.errors import ConfigError
 from actrec.export.predict import ExportedModel
 from actrec.export.stream_predict import StreamingModel
 from actrec.export.writer import export_runs
-from actrec.trained_run import load_trained_run
+from actrec.runs.trained import load_trained_run
 
 
 def _test_videos(prepared) -> list:

@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 from conftest import train_command
 
+from actrec.cluster.launch import launch_local_workers
 from actrec.config.files import load_recipe
 from actrec.evaluation.evaluate import evaluate_run
 from actrec.evaluation.protocols import resolve_protocol
-from actrec.train.launch import launch_local_workers
 
 pytestmark = pytest.mark.slow
 

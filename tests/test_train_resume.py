@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from conftest import train_command, weight_file_arrays
 
+from actrec.cluster.launch import launch_local_workers
 from actrec.config.files import load_recipe
 from actrec.config.overrides import apply_overrides
-from actrec.train.launch import launch_local_workers
 from actrec.train.run import train
 
 pytestmark = pytest.mark.slow

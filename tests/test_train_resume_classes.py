@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pytest
 
+from actrec.cluster.strategy import ClusterInfo
 from actrec.config.files import dump_recipe, load_recipe
 from actrec.errors import ConfigError
-from actrec.runs import write_run_record
+from actrec.runs.folder import write_run_record
 from actrec.train.resume import open_run_directory
-from actrec.train.strategy import ClusterInfo
 
 TRAINED = ["MoveLeft", "MoveRight", "ZoomIn"]
 

@@ -57,7 +57,7 @@ def _checkpoint_floats(path: Path, count: int) -> list[np.ndarray]:
 def _model_values(run_dir: Path, checkpoint: str) -> list[np.ndarray]:
     """The float variables of the run's model with its `checkpoint` weights, in order (a
     rebuilt model's seed-generator state comes from the process, not the file: left out)."""
-    from actrec.trained_run import build_trained_model, load_trained_run
+    from actrec.runs.trained import build_trained_model, load_trained_run
 
     model = build_trained_model(load_trained_run(run_dir, checkpoint))
     values = [np.array(variable.value) for variable in model.variables]

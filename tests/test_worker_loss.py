@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 from conftest import train_command
 
+from actrec.cluster.launch import free_ports, worker_environments
+from actrec.cluster.worker_loss import lost_tasks
 from actrec.errors import RESTART_EXIT_CODE
-from actrec.train.launch import free_ports, worker_environments
-from actrec.train.worker_loss import lost_tasks
 
 SURVIVOR_LIMIT = 120  # seconds the survivor may take to notice (the bound)
 STEPS = 60
@@ -69,7 +69,7 @@ def test_the_message_says_who_what_where_and_the_fix():
 
     import tensorflow as tf
 
-    from actrec.train.worker_loss import is_collective_failure, worker_lost_error
+    from actrec.cluster.worker_loss import is_collective_failure, worker_lost_error
 
     error = tf.errors.UnavailableError(
         None,

@@ -22,7 +22,7 @@ from actrec.errors import ConfigError
 
 if TYPE_CHECKING:
     from actrec.data.input.clip_spec import ClipSpec
-    from actrec.trained_run import TrainedRun
+    from actrec.runs.trained import TrainedRun
 
 METADATA_FILE = "actrec.json"
 CLASSES_FILE = "classes.txt"

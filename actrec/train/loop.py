@@ -147,7 +147,7 @@ class DistributedTrainer(TrainStep):
         import keras
         import tensorflow as tf
 
-        from actrec.train.strategy import worker_index
+        from actrec.cluster.strategy import worker_index
 
         self.strategy = strategy
         self.optimizer_settings = optimizer or OptimizerSettings()

@@ -157,10 +157,10 @@ def load_starting_weights(model, start: StartingPoint, recipe, classes) -> list[
 
 def _read_source(path: Path, modality: str) -> _Source:
     from actrec.export.metadata import METADATA_FILE
-    from actrec.runs import RUN_FILE
+    from actrec.runs.folder import RUN_FILE
 
     if (path / RUN_FILE).is_file():
-        from actrec.trained_run import load_trained_run
+        from actrec.runs.trained import load_trained_run
 
         try:
             run = load_trained_run(path)
@@ -221,7 +221,7 @@ def _check_compatible(source: _Source, recipe) -> None:
 
 def _source_model(source: _Source):
     """The source's trained keras.Model."""
-    from actrec.trained_run import build_trained_model, load_trained_run
+    from actrec.runs.trained import build_trained_model, load_trained_run
 
     if source.kind == "run":
         return build_trained_model(load_trained_run(source.path))
@@ -240,7 +240,7 @@ def _export_model(source: _Source):
     from actrec.export.saved_variables import EXPORT_VARIABLES, export_variables
     from actrec.models.factory import build_model
     from actrec.models.segment_model import load_segment_model
-    from actrec.trained_run import without_pretrained_weights
+    from actrec.runs.trained import without_pretrained_weights
 
     if (source.path / KERAS_MODEL_FILE).is_file():
         return load_segment_model(source.path / KERAS_MODEL_FILE)

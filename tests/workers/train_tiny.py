@@ -57,7 +57,7 @@ def arguments():
 
 def main() -> int:
     args = arguments()
-    from actrec.train.strategy import build_strategy, worker_index
+    from actrec.cluster.strategy import build_strategy, worker_index
 
     # First: multi-worker collectives must be configured before any TensorFlow op.
     strategy = build_strategy("auto", "ring", timeout_seconds=args.collective_timeout)

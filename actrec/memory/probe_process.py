@@ -1,4 +1,4 @@
-"""The probe process (`python -m actrec.train.memory`): a JSON request on stdin, one result
+"""The probe process (`python -m actrec.memory`): a JSON request on stdin, one result
 line on stdout; a watchdog thread stops it as soon as its peak passes the CPU budget."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import sys
 import time
 
 from actrec.errors import ActrecError, ConfigError
-from actrec.train.memory.probe import PROBE_RESULT_PREFIX
-from actrec.train.memory.units import KIB, MIB
+from actrec.memory.probe import PROBE_RESULT_PREFIX
+from actrec.memory.units import KIB, MIB
 
 WATCHDOG_INTERVAL_SECONDS = 0.01
 
@@ -95,10 +95,10 @@ def _run_probe(request: dict) -> dict:
                 gpus[0], [tf.config.LogicalDeviceConfiguration(memory_limit=max(1, budget // MIB))]
             )
 
+    from actrec.cluster.strategy import build_strategy
     from actrec.config.files import recipe_from_dict
     from actrec.config.recipe import resolved_input_size
     from actrec.models.segment_model import channels_for
-    from actrec.train.strategy import build_strategy
     from actrec.train.trainer import build_trainer
 
     recipe = recipe_from_dict(request["recipe"])

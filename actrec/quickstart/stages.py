@@ -134,7 +134,7 @@ def _check_size(size: str) -> QuickstartSize:
 def _trained(recipe_name: str, overrides, prepared: Path, run_dir: Path, progress) -> Path:
     from actrec.config.files import load_recipe
     from actrec.config.overrides import apply_overrides
-    from actrec.runs import FINAL_WEIGHTS_FILE
+    from actrec.runs.folder import FINAL_WEIGHTS_FILE
     from actrec.train.run import train
 
     if (run_dir / FINAL_WEIGHTS_FILE).is_file():
@@ -174,7 +174,7 @@ def run_quickstart(
     from actrec.evaluation.evaluate import fuse_evaluations
     from actrec.evaluation.protocols import resolve_protocol
     from actrec.export.predict import predict_videos
-    from actrec.quickstart_reuse import evaluated, exported
+    from actrec.quickstart.reuse import evaluated, exported
 
     settings = _check_size(size)
     progress = progress or NullProgress()

@@ -1,15 +1,15 @@
 """`actrec launch --restarts N`: start the local workers again with --resume after a
-failure a restart can get past (torchrun's --max-restarts), over actrec.train.launch.
+failure a restart can get past (torchrun's --max-restarts), over actrec.cluster.launch.
 
-No TensorFlow here, as in actrec.train.launch.
+No TensorFlow here, as in actrec.cluster.launch.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from actrec.cluster.launch import LaunchResult, run_local_workers
 from actrec.errors import RESTART_EXIT_CODE, ConfigError
-from actrec.train.launch import LaunchResult, run_local_workers
 
 
 def is_restartable(exit_code: int) -> bool:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from actrec.errors import ConfigError, DatasetError
-from actrec.runs import (
+from actrec.runs.folder import (
     BEST_WEIGHTS_FILE,
     FINAL_WEIGHTS_FILE,
     RECIPE_FILE,

@@ -25,8 +25,22 @@ def chief_values(strategy, values: list[float], is_chief: bool, num_workers: int
     return [float(value) for value in result.numpy()]
 
 
+def agreed_counts(strategy, flags: list[bool], num_workers: int) -> list[int]:
+    """How many workers have each of `flags` set (one all-reduce across workers)."""
+    if num_workers <= 1:
+        return [int(flag) for flag in flags]
+    import tensorflow as tf
+
+    values = tf.constant([1.0 if flag else 0.0 for flag in flags])
+
+    def count():  # every replica of a worker holds its worker's flags
+        return tf.distribute.get_replica_context().all_reduce("SUM", values)
+
+    result = strategy.experimental_local_results(strategy.run(count))[0]
+    replicas_per_worker = strategy.num_replicas_in_sync / num_workers
+    return [round(float(value) / replicas_per_worker) for value in result.numpy()]
+
+
 def agreed_flag(strategy, flag: bool, num_workers: int) -> bool:
     """True when any worker has `flag` set (one scalar all-reduce across workers)."""
-    from actrec.train.divergence import agreed_counts
-
     return agreed_counts(strategy, [flag], num_workers)[0] > 0

@@ -1,6 +1,6 @@
 """What a second `actrec quickstart` in the same folder keeps instead of redoing: the
 evaluations of unchanged runs and the export written after their weights (the trained runs
-themselves are kept by actrec.quickstart)."""
+themselves are kept by actrec.quickstart.stages)."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ def export_is_current(export_dir: Path, run_dirs: list[Path]) -> bool:
     each run's final weights."""
     from actrec.errors import ConfigError
     from actrec.export.metadata import METADATA_FILE, read_export_metadata
-    from actrec.runs import FINAL_WEIGHTS_FILE
+    from actrec.runs.folder import FINAL_WEIGHTS_FILE
 
     try:
         metadata = read_export_metadata(export_dir)

@@ -9,7 +9,7 @@
     RUN/final.weights.h5   the trained weights (rebuild the model from recipe.yaml)
     RUN/best.weights.h5    the weights of the best validation top-1 (actrec.train.best)
 
-Training (actrec.train.run), evaluation and export (actrec.trained_run) name these files
+Training (actrec.train.run), evaluation and export (actrec.runs.trained) name these files
 through this module; only the chief worker writes them.
 """
 
