@@ -128,10 +128,11 @@ LONGEST_MODULES = (
     "test_training_resilience",
 )
 """The modules whose tests outside the synthetic-set groups take a minute or more
-(`--durations`), longest first. pytest-xdist hands the groups out in the order of the
-collection (`--no-loadscope-reorder` in pyproject.toml), so the long ones start early and
-the short ones fill the end of the run on both workers; a module missing here only runs
-later."""
+(`--durations`), longest first, by file name without .py (unique across the folders of
+tests/: pytest imports test modules by their base name). pytest-xdist hands the groups out
+in the order of the collection (`--no-loadscope-reorder` in pyproject.toml), so the long
+ones start early and the short ones fill the end of the run on both workers; a module
+missing here only runs later."""
 
 
 def _longest_first(item) -> int:
@@ -145,7 +146,7 @@ def _module_name(item) -> str:
 
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-TEST_DATA = Path(__file__).resolve().parent / "data"
+TEST_DATA = Path(__file__).resolve().parent / "assets"
 
 
 def write_tiny_video(

@@ -1,6 +1,6 @@
 """What counts as a divergence, and the fault-injection setting (actrec.train.divergence,
-actrec.train.faults). Rollback on real runs: tests/test_training_resilience.py and
-tests/test_multiworker.py."""
+actrec.train.faults). Rollback on real runs: tests/train/test_training_resilience.py and
+tests/cluster/test_multiworker.py."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """A stand-in worker for the launcher tests: prints what it was given, then behaves.
 
-    python tests/workers/behave.py [--fail WORKER CODE] [--sleep SECONDS]
+    python tests/cluster/workers/behave.py [--fail WORKER CODE] [--sleep SECONDS]
         [--sleep-worker WORKER SECONDS] [--ignore-sigterm] [--lines N]
 
 Prints "pid PID", "tf_config JSON" and "cuda CUDA_VISIBLE_DEVICES", then N numbered

@@ -1,7 +1,7 @@
 """The PyTorch-layout backbones and the tables that name their layers after PyTorch modules:
 every weighted Keras layer is exactly one module of the source's network, and the file
 names say what the authors' names mean. (The numbers themselves are checked against
-reference networks in tests/test_published_convert.py.)"""
+reference networks in tests/published/test_published_convert.py.)"""
 
 from __future__ import annotations
 

@@ -7,6 +7,7 @@ import io
 from pathlib import Path
 
 import pytest
+from conftest import TEST_DATA
 
 from actrec.data.sources import list_videos
 from actrec.data.sources.ucf101 import class_index_from
@@ -19,7 +20,7 @@ from actrec.published.class_lists import (
     resolve_class_names,
 )
 
-CLASS_INDEX = Path(__file__).parent / "data" / "ucf101-splits" / "classInd.txt"
+CLASS_INDEX = TEST_DATA / "ucf101-splits" / "classInd.txt"
 EXPECTED_COUNTS = {
     "kinetics400": 400,
     "something-something-v2": 174,

@@ -1,6 +1,6 @@
 """Multi-worker training with real worker processes on localhost (launch_local_workers).
 
-One two-worker launch trains several scenarios (tests/workers/train_tiny.py) and writes
+One two-worker launch trains several scenarios (tests/cluster/workers/train_tiny.py) and writes
 each worker's final variables; a one-worker launch with the double batch is the
 reference; a third launch crashes a worker on purpose.
 """
@@ -23,7 +23,7 @@ pytestmark = pytest.mark.slow
 WORKER = str(Path(__file__).resolve().parent / "workers" / "train_tiny.py")
 GLOBAL_BATCH = 8
 STEPS = 8
-# Scenarios of the two-worker launch (tests/workers/train_tiny.py; SGD has momentum 0, but
+# Scenarios of the two-worker launch (tests/cluster/workers/train_tiny.py; SGD has momentum 0, but
 # with rules=1: momentum 0.9, coupled L2 and learning-rate multipliers).
 SCENARIOS = [
     "name=allreduce",

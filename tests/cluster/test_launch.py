@@ -1,4 +1,5 @@
-"""actrec.cluster.launch and `actrec launch`: real worker processes (tests/workers/behave.py)."""
+"""actrec.cluster.launch and `actrec launch`: real worker processes
+(tests/cluster/workers/behave.py)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """A tiny training worker for the multi-worker tests (started by launch_local_workers).
 
-    python tests/workers/train_tiny.py --out DIR [--global-batch 8] [--steps 6]
+    python tests/cluster/workers/train_tiny.py --out DIR [--global-batch 8] [--steps 6]
         [--scenario name=NAME,sync=allreduce|kavg,k=K,optimizer=sgd|adam,bn=0|1,
                     precision=none|float16|bfloat16,accumulation=A,rules=0|1 ...]
         [--crash-worker I --crash-at-step S]

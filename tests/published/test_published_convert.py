@@ -1,5 +1,5 @@
 """`actrec pretrained convert`: a PyTorch reference network of each published layout, written
-with the source's module names (tests/torch_reference*.py), random weights and BatchNorm
+with the source's module names (tests/published/torch_reference*.py), random weights and BatchNorm
 statistics, saved in the source's file format and converted through the CLI, computes what
 the converted run's model computes: logits and pooled features on the same frames within a
 relative difference of 1e-4 (float32)."""

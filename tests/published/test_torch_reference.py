@@ -1,5 +1,5 @@
-"""Self-checks of the PyTorch reference networks (tests/torch_reference.py): their keys, the
-shift, the online demo's frame-by-frame forward, the logits' spread and the files."""
+"""Self-checks of the PyTorch reference networks (tests/published/torch_reference.py): their
+keys, the shift, the online demo's frame-by-frame forward, the logits' spread and the files."""
 
 from __future__ import annotations
 

@@ -122,7 +122,7 @@ def test_init_from_a_run_prints_what_it_loaded_and_records_it(tiny_runs, cli_run
         "num_classes": 8,
         "keeps_classifier": True,
         "stream": 0,
-        "inherited": [],  # a TSM from a TSN keeps its shift (tests/test_source_settings.py)
+        "inherited": [],  # a TSM from a TSN keeps its shift (tests/train/test_source_settings.py)
         "differences": [],
     }
     assert "model:\n" in (run_dir / "recipe.yaml").read_text()

@@ -36,7 +36,7 @@ def test_the_command_line_offers_exactly_the_registries():
 def test_every_dataset_source_has_its_module_and_its_tests(name):
     module = importlib.import_module(f"actrec.data.sources.{name}")
     assert callable(module.list_videos)
-    assert (REPO_ROOT / "tests" / f"test_sources_{name}.py").is_file()
+    assert (REPO_ROOT / "tests" / "data" / f"test_sources_{name}.py").is_file()
 
 
 @pytest.mark.parametrize("name", list(PROTOCOLS))

@@ -8,12 +8,13 @@ from pathlib import Path
 import cv2
 import numpy as np
 import pytest
+from conftest import TEST_DATA
 
 from actrec.data.sources import list_videos, ucf101
 from actrec.data.sources.base import SourceOptions
 from actrec.errors import AnnotationError, ConfigError, DatasetError
 
-OFFICIAL_SPLITS = Path(__file__).parent / "data" / "ucf101-splits"
+OFFICIAL_SPLITS = TEST_DATA / "ucf101-splits"
 
 TRAIN_VIDEOS = [
     "ApplyEyeMakeup/v_ApplyEyeMakeup_g08_c01.avi",
