@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import json
 import re
-import shlex
 from pathlib import Path
 
 import click
 import pytest
-from conftest import REPO_ROOT
+from conftest import REPO_ROOT, bash_blocks, shell_commands
 
 README = REPO_ROOT / "README.md"
 DOCS = REPO_ROOT / "docs"
@@ -37,30 +36,6 @@ PAGES_RUN_BY_THEIR_TEST = ("fine-tuning.md",)
 def doc_pages() -> list[Path]:
     """docs/*.md, in name order (the order their fast commands run in)."""
     return sorted(DOCS.glob("*.md"))
-
-
-def bash_blocks(text: str) -> list[str]:
-    return re.findall(r"```bash\n(.*?)```", text, flags=re.DOTALL)
-
-
-def shell_commands(block: str) -> list[list[str]]:
-    """The commands of a bash block: continuation lines joined, comments dropped, `&&`
-    chains split; each as its words."""
-    joined = re.sub(r"\\\n\s*", " ", block)
-    commands = []
-    for line in joined.splitlines():
-        words = shlex.split(line, comments=True)
-        if not words or words[0].startswith("#"):
-            continue
-        current: list[str] = []
-        for word in words:
-            if word == "&&":
-                commands.append(current)
-                current = []
-            else:
-                current.append(word)
-        commands.append(current)
-    return [command for command in commands if command]
 
 
 def actrec_commands(page: Path) -> list[list[str]]:

@@ -290,8 +290,7 @@ WALKTHROUGH_TRAIN_SETTINGS = [
 def test_the_your_own_videos_walkthrough_runs_as_written(cli_runner, tmp_path, monkeypatch):
     """docs/fine-tuning.md's first block, command by command, on a folder of tiny videos
     laid out as the page shows; `train` gets the tiny network (WALKTHROUGH_TRAIN_SETTINGS)."""
-    from conftest import REPO_ROOT, write_tiny_video
-    from test_readme import bash_blocks, shell_commands
+    from conftest import REPO_ROOT, bash_blocks, shell_commands, write_tiny_video
 
     page = (REPO_ROOT / "docs" / "fine-tuning.md").read_text(encoding="utf-8")
     commands = shell_commands(bash_blocks(page)[0])
