@@ -60,7 +60,7 @@ def model_bytes(folder: Path) -> int:
 def test_videos(run_dir: Path) -> list[tuple[str, int]]:
     """(source video, label) of the run's prepared test split."""
     from actrec.data.format.manifest import read_manifest
-    from actrec.trained_run import load_trained_run
+    from actrec.runs.trained import load_trained_run
 
     manifest = read_manifest(load_trained_run(run_dir).data_dir)
     return [
@@ -89,7 +89,7 @@ def main() -> None:
     from actrec.export.stream_predict import StreamingModel
     from actrec.export.tflite import TFLITE_FILE, TfliteRunner
     from actrec.export.writer import export_runs
-    from actrec.trained_run import load_trained_run
+    from actrec.runs.trained import load_trained_run
 
     out = args.out or Path(tempfile.mkdtemp(prefix="actrec-deploy-"))
     run = load_trained_run(args.run)

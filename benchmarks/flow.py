@@ -2,7 +2,7 @@
 
     python benchmarks/flow.py [--seconds 3] [--frames-per-clip 4] [--fields-per-frame 2]
 
-Accuracy: real frames (the Kinetics and UCF101 clips of tests/data/videos, resized to
+Accuracy: real frames (the Kinetics and UCF101 clips of tests/assets/videos, resized to
 340x256 as `actrec prepare --size 340x256` does) warped by known smooth motion fields
 (a random translation, rotation and zoom plus two long-wavelength waves; up to ~12 px per
 frame at the corners, ~4 px typical). The pair (frame warped by u, frame) has exactly u

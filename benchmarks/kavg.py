@@ -42,9 +42,9 @@ def parsed_configs(values: list[str]) -> dict[str, list[str]]:
 
 def trained_and_evaluated(prepared: Path, run_dir: Path, settings: list[str], epochs: int):
     """(test top-1, all-reduce rounds, wall seconds of the 2-worker training)."""
+    from actrec.cluster.launch import launch_local_workers
     from actrec.evaluation.evaluate import evaluate_run
     from actrec.evaluation.protocols import resolve_protocol
-    from actrec.train.launch import launch_local_workers
 
     command = [sys.executable, "-m", "actrec_cli.main", "train", "--recipe", "synthetic-flow"]
     command += ["--data", str(prepared), "--workdir", str(run_dir)]

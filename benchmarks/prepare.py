@@ -2,7 +2,7 @@
 
     python benchmarks/prepare.py [--rounds 5] [--flow dis] [--end-to-end]
 
-1. Per core at 340x256, on the real clips of tests/data/videos (Kinetics H.264 454x256,
+1. Per core at 340x256, on the real clips of tests/assets/videos (Kinetics H.264 454x256,
    UCF101 Xvid 320x240): the CPU time (time.process_time, this process) of preparing a
    clip as `actrec prepare --size 340x256` does it in a worker (decode, resize, DIS, flow
    quantisation, three JPEG encodes, the record), against DIS alone on the same frames

@@ -42,7 +42,7 @@ def prepare_set(folder: Path) -> Path:
 
 def run_workers(num_workers: int, arguments: list[str]) -> list[dict]:
     """Start the benchmark worker as `num_workers` local cluster workers; their JSON results."""
-    from actrec.train.launch import launch_local_workers
+    from actrec.cluster.launch import launch_local_workers
 
     with tempfile.TemporaryDirectory() as folder:
         results = Path(folder)

@@ -22,7 +22,7 @@ def main() -> None:
     parser.add_argument("--measure-pipeline", action="store_true")
     arguments = parser.parse_args()
 
-    from actrec.train.strategy import build_strategy, cluster_from_environment
+    from actrec.cluster.strategy import build_strategy, cluster_from_environment
 
     cluster = cluster_from_environment()
     strategy = build_strategy("auto")  # before any TensorFlow op

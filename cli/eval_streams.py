@@ -9,7 +9,7 @@ from actrec_cli.console import console, import_tensorflow_quietly, progress_for
 
 
 def is_run_directory(path: Path) -> bool:
-    from actrec.runs import RECIPE_FILE
+    from actrec.runs.folder import RECIPE_FILE
 
     return path.is_dir() and (path / RECIPE_FILE).is_file()
 

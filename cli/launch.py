@@ -66,7 +66,7 @@ def launch(num_workers, base_port, timeout, grace_period, restarts, command):
         actrec launch -n 2 -- actrec train --recipe tsm-kinetics400 \\
             --data DATA --workdir RUN
     """
-    from actrec.train.launch_restarts import run_local_workers_restarting
+    from actrec.cluster.restarts import run_local_workers_restarting
 
     errors = error_console()
 

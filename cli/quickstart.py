@@ -32,7 +32,7 @@ def quickstart(workdir, size):
     and a flow TSN, evaluate them and the TSM + flow fusion, export that two-stream
     SavedModel and predict a new video."""
     import_tensorflow_quietly()
-    from actrec.quickstart import run_quickstart
+    from actrec.quickstart.stages import run_quickstart
 
     console().print(f"actrec quickstart in {workdir} ({size})", soft_wrap=True)
     result = run_quickstart(workdir, size, progress_for(None))

@@ -15,7 +15,7 @@ STREAM_LABELS = {
 
 def summary_tables(result) -> list[Table]:
     """The stages with their seconds, the test accuracy of each stream, the artefacts."""
-    from actrec.quickstart import STAGES
+    from actrec.quickstart.stages import STAGES
 
     stages = Table(title="stages")
     stages.add_column("stage")

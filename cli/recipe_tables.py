@@ -34,7 +34,7 @@ def print_sources(name: str) -> None:
     """The fidelity table of built-in recipe `name`: field, value, mark, source (fields the
     recipe leaves at the dataclass default marked as such)."""
     from actrec.config.files import load_recipe
-    from actrec.recipe_sources import recipe_fields, source_table
+    from actrec.config.recipe_sources import recipe_fields, source_table
 
     values = recipe_fields(load_recipe(name))
     table_data = source_table(name)

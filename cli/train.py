@@ -87,13 +87,13 @@ def train(
     """Train a TSN / TSM model. Run one process per worker (see `actrec launch`, TF_CONFIG or
     Slurm); only the chief writes the run directory."""
     import_tensorflow_quietly(start_runtime=False)
+    from actrec.cluster.preemption import PREEMPTED_EXIT_CODE
+    from actrec.cluster.strategy import is_chief
     from actrec.config.choices import run_weights
     from actrec.config.overrides import overridden_settings
     from actrec.errors import WorkerLostError
-    from actrec.train.memory.recipe_edits import auto_fields
-    from actrec.train.preemption import PREEMPTED_EXIT_CODE
+    from actrec.memory.recipe_edits import auto_fields
     from actrec.train.run import train as train_run
-    from actrec.train.strategy import is_chief
 
     given_settings = overridden_settings(overrides)  # kept over a source's (--init-from)
     if init_from is not None:
@@ -125,7 +125,7 @@ def train(
         return
     print_outcome(summary, run_dir, stop_after_steps)
     if summary.weights_path is not None:
-        from actrec.runs import BEST_WEIGHTS_FILE, read_run_record
+        from actrec.runs.folder import BEST_WEIGHTS_FILE, read_run_record
 
         print_validation_classes(summary, read_run_record(run_dir).get("classes", []))
         print_next_commands(run_dir, (run_dir / BEST_WEIGHTS_FILE).is_file())

@@ -51,8 +51,8 @@ def recipe_from_options(
     from actrec.config.files import load_recipe
     from actrec.config.overrides import apply_overrides
     from actrec.errors import ConfigError
-    from actrec.runs import RECIPE_FILE
-    from actrec.train.memory.recipe_edits import with_batch_size, with_remat
+    from actrec.memory.recipe_edits import with_batch_size, with_remat
+    from actrec.runs.folder import RECIPE_FILE
 
     if recipe_name is None:
         if resume is None or not (run_dir / RECIPE_FILE).exists():

@@ -1,8 +1,11 @@
-"""Shared test helpers: tiny real videos written with OpenCV, and a CLI runner."""
+"""Shared test helpers: tiny real videos written with OpenCV, a CLI runner, the commands of
+the docs' bash blocks, and the trainings the tests share."""
 
 from __future__ import annotations
 
 import os
+import re
+import shlex
 import shutil
 import time
 from pathlib import Path
@@ -125,13 +128,15 @@ LONGEST_MODULES = (
     "test_published_convert",
     "test_predict",
     "test_tflite_export",
+    "test_export_formats",
     "test_training_resilience",
 )
 """The modules whose tests outside the synthetic-set groups take a minute or more
-(`--durations`), longest first. pytest-xdist hands the groups out in the order of the
-collection (`--no-loadscope-reorder` in pyproject.toml), so the long ones start early and
-the short ones fill the end of the run on both workers; a module missing here only runs
-later."""
+(`--durations`), longest first, by file name without .py (unique across the folders of
+tests/: pytest imports test modules by their base name). pytest-xdist hands the groups out
+in the order of the collection (`--no-loadscope-reorder` in pyproject.toml), so the long
+ones start early and the short ones fill the end of the run on both workers; a module
+missing here only runs later."""
 
 
 def _longest_first(item) -> int:
@@ -145,7 +150,7 @@ def _module_name(item) -> str:
 
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-TEST_DATA = Path(__file__).resolve().parent / "data"
+TEST_DATA = Path(__file__).resolve().parent / "assets"
 
 
 def write_tiny_video(
@@ -199,6 +204,31 @@ def folder_digests(folder: Path) -> dict[str, str]:
         for path in sorted(folder.rglob("*"))
         if path.is_file()
     }
+
+
+def bash_blocks(text: str) -> list[str]:
+    """The bash blocks of a Markdown page (README.md, docs/*.md), each as its text."""
+    return re.findall(r"```bash\n(.*?)```", text, flags=re.DOTALL)
+
+
+def shell_commands(block: str) -> list[list[str]]:
+    """The commands of a bash block: continuation lines joined, comments dropped, `&&`
+    chains split; each as its words."""
+    joined = re.sub(r"\\\n\s*", " ", block)
+    commands = []
+    for line in joined.splitlines():
+        words = shlex.split(line, comments=True)
+        if not words or words[0].startswith("#"):
+            continue
+        current: list[str] = []
+        for word in words:
+            if word == "&&":
+                commands.append(current)
+                current = []
+            else:
+                current.append(word)
+        commands.append(current)
+    return [command for command in commands if command]
 
 
 @pytest.fixture

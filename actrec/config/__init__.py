@@ -12,6 +12,7 @@
 
     backbones.py      the backbone registry (names, input sizes, weight files, TSM support)
     bounds.py         fields that carry their own check (`at_least`, `checked`)
+    recipe_sources.py the fidelity tables of the built-in recipes (recipes/sources/*.yaml)
 
 The order a command follows (each name imported from its module):
 

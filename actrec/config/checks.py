@@ -3,7 +3,7 @@
 Every error is a ConfigError naming the value (`section.key` in a recipe, or an argument's
 name), the value received and what is allowed. A choice is checked by `require_choice`
 wherever it is checked: the recipe's fields (actrec.config.validate) and the arguments of
-the library's functions that take a choice outside a recipe (actrec.train.strategy).
+the library's functions that take a choice outside a recipe (actrec.cluster.strategy).
 """
 
 from __future__ import annotations

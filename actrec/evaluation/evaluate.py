@@ -137,7 +137,7 @@ def evaluate_run(
     from actrec.data.format.integrity import check_shard_sizes
     from actrec.data.input.clip_spec import clip_spec, dataset_info
     from actrec.data.input.views import ViewSpec, build_view_dataset
-    from actrec.trained_run import build_trained_model, load_trained_run, resolve_data_dir
+    from actrec.runs.trained import build_trained_model, load_trained_run, resolve_data_dir
 
     started = time.monotonic()
     progress = progress or NullProgress()
@@ -202,7 +202,7 @@ def saved_run_evaluation(
     """The evaluation `evaluate_run` would make, loaded from its folder when that folder
     already holds it (same split, protocol, view average, data and weights file); else None.
     Reads no model and imports no TensorFlow."""
-    from actrec.trained_run import load_trained_run, resolve_data_dir
+    from actrec.runs.trained import load_trained_run, resolve_data_dir
 
     run = load_trained_run(run_dir, checkpoint)
     request = evaluation_request(run, protocol, resolve_data_dir(run, data_dir), split, average)

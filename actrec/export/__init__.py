@@ -1,10 +1,14 @@
 """Exported models: a trained run (or an RGB and a flow run, fused) as one self-contained
 folder, and predictions on video files with it.
 
-    writer.py         export_runs: checks, build, write, reload-check, atomic rename
+    writer.py         export_runs: checks, build, the format's write, atomic rename
     checks.py         the options, out folder, runs and preparation settings of an export
+    formats/          THE format registry (registry.py) and one module per format
+    streams.py        ExportedStream: an export's stream, its clip and its model
     model_writers.py  the SavedModel / Keras model written and reloaded
     serving.py        the SavedModel's graph: decoded video -> evaluation clip -> scores
+    ready_clips.py    the device formats' layout (TFLite, ONNX): ready clips in
+    tflite.py         the TFLite converter and interpreters (LiteRT, TensorFlow)
     metadata.py       actrec.json, classes.txt and recipe file names; reading actrec.json
     model_card.py     MODEL_CARD.md
     predict.py        ExportedModel, predict_videos: video files -> top-k classes

@@ -77,7 +77,7 @@ def _preparation_settings(run, data_dir: Path | None) -> dict:
     if run.prepare_settings:
         return dict(run.prepare_settings)
     from actrec.data.format.manifest import read_manifest
-    from actrec.trained_run import resolve_data_dir
+    from actrec.runs.trained import resolve_data_dir
 
     settings = read_manifest(resolve_data_dir(run, data_dir)).get("settings", {})
     return dict(settings) if isinstance(settings, dict) else {}

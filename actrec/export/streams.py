@@ -9,7 +9,7 @@ if TYPE_CHECKING:
     import keras
 
     from actrec.data.input.clip_spec import ClipSpec
-    from actrec.trained_run import TrainedRun
+    from actrec.runs.trained import TrainedRun
 
 INPUT_OF_MODALITY = {"rgb": "frames", "flow": "flow"}
 """The input name of each modality, in every format's signature."""

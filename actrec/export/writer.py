@@ -81,7 +81,7 @@ def _write_beside(folder: Path, name: str, streams, metadata: dict) -> None:
     write_text_atomic(folder / CLASSES_FILE, "".join(f"{name}\n" for name in metadata["classes"]))
     two_stream = len(streams) == 2
     for stream in streams:
-        from actrec.runs import RECIPE_FILE
+        from actrec.runs.folder import RECIPE_FILE
 
         text = (stream.run.run_dir / RECIPE_FILE).read_text(encoding="utf-8")
         write_text_atomic(folder / recipe_file_name(stream.modality, two_stream), text)
@@ -126,7 +126,7 @@ def export_runs(
     """
     from actrec.data.input.clip_spec import clip_spec
     from actrec.models.score_fusion import check_average
-    from actrec.trained_run import build_trained_model, load_trained_run
+    from actrec.runs.trained import build_trained_model, load_trained_run
 
     started = time.monotonic()
     progress = progress or NullProgress()

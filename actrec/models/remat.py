@@ -35,7 +35,7 @@ when eager execution is enabled", Keras 3.15 + TF 2.21, checked). Segment-wise
 `tf.recompute_grad`, with positional arguments only, has neither problem.
 
 This uses Keras' functional graph internals (`_nodes_by_depth`, `Node.arguments`,
-`Functional._run_through_graph`, replaced on the instance), pinned by tests/test_memory.py.
+`Functional._run_through_graph`, replaced on the instance), pinned by tests/memory/test_memory.py.
 """
 
 from __future__ import annotations

@@ -280,8 +280,8 @@ def _write_run(out: Path, recipe, classes, record, network, source: Path) -> Non
     from actrec.config.files import dump_recipe
     from actrec.models.factory import build_model
     from actrec.published.weights import set_published_weights
-    from actrec.runs import FINAL_WEIGHTS_FILE, RECIPE_FILE, write_run_record
-    from actrec.trained_run import without_pretrained_weights
+    from actrec.runs.folder import FINAL_WEIGHTS_FILE, RECIPE_FILE, write_run_record
+    from actrec.runs.trained import without_pretrained_weights
 
     model = build_model(without_pretrained_weights(recipe).model, recipe.data, len(classes))
     set_published_weights(model, network, str(source))

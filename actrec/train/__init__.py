@@ -1,2 +1,3 @@
-"""Training: distribution strategy, batch / learning-rate schedule, the custom loop,
-checkpoints, the run (actrec.train.run) and batch probing (actrec.train.memory)."""
+"""Training: batch / learning-rate schedule, the optimizer, the custom loop and its step,
+checkpoints, divergence recovery and the run (actrec.train.run). The workers and the cluster
+are actrec.cluster's; batch probing is actrec.memory's."""

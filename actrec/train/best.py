@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from actrec.runs import (
+from actrec.runs.folder import (
     BEST_WEIGHTS_FILE,
     read_run_record,
     save_weights_atomically,

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from actrec.errors import ConfigError
-from actrec.runs import CHECKPOINT_DIR, SCRATCH_DIR
+from actrec.runs.folder import CHECKPOINT_DIR, SCRATCH_DIR
 
 
 @dataclass(frozen=True)

@@ -29,25 +29,10 @@ import math
 from collections import deque
 from pathlib import Path
 
+from actrec.cluster.collectives import agreed_counts
 from actrec.errors import DivergenceError
 
 RECENT_LOSSES = 5  # PySlowFast compares with the mean of the 5 losses before
-
-
-def agreed_counts(strategy, flags: list[bool], num_workers: int) -> list[int]:
-    """How many workers have each of `flags` set (one all-reduce across workers)."""
-    if num_workers <= 1:
-        return [int(flag) for flag in flags]
-    import tensorflow as tf
-
-    values = tf.constant([1.0 if flag else 0.0 for flag in flags])
-
-    def count():  # every replica of a worker holds its worker's flags
-        return tf.distribute.get_replica_context().all_reduce("SUM", values)
-
-    result = strategy.experimental_local_results(strategy.run(count))[0]
-    replicas_per_worker = strategy.num_replicas_in_sync / num_workers
-    return [round(float(value) / replicas_per_worker) for value in result.numpy()]
 
 
 def weights_are_finite(model) -> bool:

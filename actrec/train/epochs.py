@@ -12,9 +12,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from actrec.train.preemption import TerminationFlag
+from actrec.cluster.preemption import TerminationFlag
 
 if TYPE_CHECKING:
+    from actrec.cluster.strategy import ClusterInfo
     from actrec.config.recipe import Recipe
     from actrec.progress import Progress
     from actrec.train.best import BestWeights
@@ -25,7 +26,6 @@ if TYPE_CHECKING:
     from actrec.train.loop import DistributedTrainer
     from actrec.train.metrics_log import MetricsLog
     from actrec.train.schedule import EpochPlan
-    from actrec.train.strategy import ClusterInfo
     from actrec.train.training_data import TrainingData
 
 
@@ -204,7 +204,7 @@ def _show_step(
 
 def _validate(session: Session, epoch: int, plan: EpochPlan, summary) -> None:
     """Validate after `epoch`, keep the best weights, log and show the result."""
-    from actrec.runs import BEST_WEIGHTS_FILE
+    from actrec.runs.folder import BEST_WEIGHTS_FILE
     from actrec.train.input_pipelines import validation_dataset
 
     trainer, validation = session.trainer, session.data.validation

@@ -90,7 +90,7 @@ class DistributedTrainer(TrainStep):
     """The model, optimizer and compiled steps of one training process (the training step
     is TrainStep's, actrec/train/step.py).
 
-    strategy: from actrec.train.strategy.build_strategy (every worker builds the same).
+    strategy: from actrec.cluster.strategy.build_strategy (every worker builds the same).
     model_builder: returns a BUILT keras.Model (give it a keras.Input) mapping clips to
         logits [B, classes]; called under the mixed-precision policy, after
         `keras.utils.set_random_seed(seed)`.
@@ -123,7 +123,7 @@ class DistributedTrainer(TrainStep):
         import keras
         import tensorflow as tf
 
-        from actrec.train.strategy import worker_index
+        from actrec.cluster.strategy import worker_index
 
         validate_train_section(train)
         self.strategy = strategy

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 from actrec.atomic import append_line_durably, read_json_lines, write_text_atomic
-from actrec.runs import METRICS_FILE, TENSORBOARD_DIR
+from actrec.runs.folder import METRICS_FILE, TENSORBOARD_DIR
 
 
 class MetricsLog:

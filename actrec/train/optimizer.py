@@ -66,7 +66,7 @@ def adam_update(optimizer, gradient, variable, learning_rate, lr_mult: float) ->
     each (lr_mult, dtype), not once per variable as Keras does: tracing a tiny training's
     step (MobileNetV2, 158 variables) builds fewer graph ops, and a one-step training
     takes 8.0 s instead of 9.2 s (`python benchmarks/optimizer_trace.py`). The same ops on
-    the same values give the same weights, bit for bit, which tests/test_optimizer.py
+    the same values give the same weights, bit for bit, which tests/train/test_optimizer.py
     checks against the installed Keras' own Adam."""
     from keras import ops
 

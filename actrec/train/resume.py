@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from actrec.cluster.collectives import agreed_flag
 from actrec.errors import ActrecError, ConfigError, OutputError
-from actrec.runs import RECIPE_FILE, read_run_record
-from actrec.train.collectives import agreed_flag
+from actrec.runs.folder import RECIPE_FILE, read_run_record
 
 
 def check_run_directory(run_dir: Path, resume: str | None) -> bool:
@@ -103,7 +103,7 @@ def open_run_directory(
     those in `given_settings`, the command line's; actrec.train.source_settings); its data's
     `classes` must be those it trained on, in the same order."""
     from actrec.config.files import load_recipe
-    from actrec.train.memory.recipe_edits import auto_fields, with_saved_decision
+    from actrec.memory.recipe_edits import auto_fields, with_saved_decision
     from actrec.train.source_settings import with_recorded_inheritance
 
     has_run, refusal, previous_record = False, None, {}

@@ -1,6 +1,6 @@
 """One training run: recipe + prepared data -> a run directory with a trained model.
 
-The run folder's files are listed in actrec.runs. Validation never reads the test split
+The run folder's files are listed in actrec.runs.folder. Validation never reads the test split
 (actrec.train.validation); a diverging loss rolls every worker back to the last checkpoint
 (actrec.train.divergence); shard sizes are checked at start and a read error names the
 damaged shard (actrec.data.format.integrity).
@@ -30,14 +30,14 @@ from typing import TYPE_CHECKING
 
 from actrec.errors import DivergenceError
 from actrec.progress import NullProgress, Progress
-from actrec.runs import FINAL_WEIGHTS_FILE, save_weights_atomically
+from actrec.runs.folder import FINAL_WEIGHTS_FILE, save_weights_atomically
 
 if TYPE_CHECKING:
     import numpy as np
 
+    from actrec.memory.decision import BatchDecision
     from actrec.train.checkpoint import Position
     from actrec.train.epochs import Session
-    from actrec.train.memory.decision import BatchDecision
 
 __all__ = ["TrainSummary", "train"]
 
@@ -80,14 +80,14 @@ def train(
     checkpoint; a new run when there is none yet) or a checkpoint path.
     stop_after_steps: checkpoint and return after this many optimizer steps in this call.
     memory_budget: bytes a probed batch may use (train.batch_size=auto or
-    train.max_per_replica_batch=auto); None: actrec.train.memory.default_memory_budget.
-    on_batch_decision: called with the actrec.train.memory.BatchDecision once the chief has
+    train.max_per_replica_batch=auto); None: actrec.memory.default_memory_budget.
+    on_batch_decision: called with the actrec.memory.BatchDecision once the chief has
     probed (before training starts), e.g. to print its table.
     given_settings: the recipe settings ("section.key") the command line gave (`--set`): a
     run started from another keeps these, and takes the source's for the other settings
     without weights (actrec.train.source_settings); a recipe file's own values do not count.
     """
-    from actrec.train.strategy import cluster_from_environment
+    from actrec.cluster.strategy import cluster_from_environment
 
     started = time.monotonic()
     progress = progress or NullProgress()
@@ -167,9 +167,9 @@ def train(
 def _started_strategy(recipe, environ):
     """The run's tf.distribute strategy, created before any TensorFlow op (GPU memory growth
     first when the batch is probed, so that the probes can use the GPU)."""
-    from actrec.train.memory.budget import prepare_devices_for_probing
-    from actrec.train.memory.recipe_edits import auto_fields
-    from actrec.train.strategy import build_strategy
+    from actrec.cluster.strategy import build_strategy
+    from actrec.memory.budget import prepare_devices_for_probing
+    from actrec.memory.recipe_edits import auto_fields
 
     if auto_fields(recipe):
         prepare_devices_for_probing()  # before the strategy starts TensorFlow's runtime
@@ -178,8 +178,8 @@ def _started_strategy(recipe, environ):
 
 def _decided_batch(strategy, requested, recipe, cluster, has_run, data, memory_budget, progress):
     """(recipe, BatchDecision or None): the auto batch values resolved on every worker."""
+    from actrec.memory.recipe_edits import auto_fields
     from actrec.train.auto_batch import resolve_auto_batch
-    from actrec.train.memory.recipe_edits import auto_fields
 
     if not auto_fields(requested):
         return recipe, None
@@ -275,7 +275,7 @@ def _run_epochs_recorded(
             record_status(run_dir, "diverged", str(error))
         raise
     except Exception as error:
-        from actrec.train.worker_loss import is_collective_failure, worker_lost_error
+        from actrec.cluster.worker_loss import is_collective_failure, worker_lost_error
 
         if session.cluster.num_workers < 2 or not is_collective_failure(error):
             raise

@@ -1,4 +1,4 @@
-"""What `train` writes into the run folder's run.json (through actrec.runs): the record at
+"""What `train` writes into the run folder's run.json (through actrec.runs.folder): the record at
 the start, the final record, and the status of a run stopped by an error. Chief only."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from actrec import __version__
-from actrec.runs import RECIPE_FILE, update_run_record, write_run_record
+from actrec.runs.folder import RECIPE_FILE, update_run_record, write_run_record
 
 
 def start_run_folder(

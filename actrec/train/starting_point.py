@@ -157,10 +157,10 @@ def load_starting_weights(model, start: StartingPoint, recipe, classes) -> list[
 
 def _read_source(path: Path, modality: str) -> _Source:
     from actrec.export.metadata import METADATA_FILE
-    from actrec.runs import RUN_FILE
+    from actrec.runs.folder import RUN_FILE
 
     if (path / RUN_FILE).is_file():
-        from actrec.trained_run import load_trained_run
+        from actrec.runs.trained import load_trained_run
 
         try:
             run = load_trained_run(path)
@@ -218,7 +218,7 @@ def _check_compatible(source: _Source, recipe) -> None:
 
 def _source_model(source: _Source):
     """The source's trained keras.Model."""
-    from actrec.trained_run import build_trained_model, load_trained_run
+    from actrec.runs.trained import build_trained_model, load_trained_run
 
     if source.kind == "run":
         return build_trained_model(load_trained_run(source.path))

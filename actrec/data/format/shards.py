@@ -29,7 +29,7 @@ frames.
 
 Encoding runs in TensorFlow-free worker processes (cheap to start, no per-process TF
 memory), so the records are written in the protobuf wire format directly; the fields are a
-handful of length-delimited maps and lists, and `tests/test_shards.py` checks the bytes
+handful of length-delimited maps and lists, and `tests/data/test_shards.py` checks the bytes
 against TensorFlow's own serialisation. Reading is in `actrec.data.format.records`.
 """
 

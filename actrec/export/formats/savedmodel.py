@@ -181,7 +181,7 @@ class SavedModelFormat(ExportFormat):
         from actrec.config.files import load_recipe
         from actrec.export.saved_variables import EXPORT_VARIABLES, export_variables
         from actrec.models.factory import build_model
-        from actrec.trained_run import without_pretrained_weights
+        from actrec.runs.trained import without_pretrained_weights
 
         models = []
         for stream in metadata["streams"]:

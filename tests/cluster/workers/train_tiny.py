@@ -1,0 +1,168 @@
+"""A tiny training worker for the multi-worker tests (started by launch_local_workers).
+
+    python tests/cluster/workers/train_tiny.py --out DIR [--global-batch 8] [--steps 6]
+        [--scenario name=NAME,sync=allreduce|kavg,k=K,optimizer=sgd|adam,bn=0|1,
+                    precision=none|float16|bfloat16,accumulation=A,rules=0|1 ...]
+        [--crash-worker I --crash-at-step S]
+
+Every scenario trains a fresh DistributedTrainer (same seed) on the same deterministic
+numpy data, in one process (the strategy is built once, first, before any other TF op):
+step s uses examples [s * G, (s + 1) * G) of the data (G = --global-batch); input
+pipeline i of n reads the i-th of n equal parts of that batch, so two workers of batch
+G / 2 see exactly the halves of a one-worker batch G (split again into `accumulation`
+micro-batches). SGD has momentum 0, except with rules=1: a convolution stem and a Dense
+"classifier", SGD momentum 0.9 with coupled L2 and the sources' learning-rate multipliers
+(biases 2, first conv 5, classifier 3), at a tenth of the rate (stable, so float rounding is
+not amplified). After the steps the trainer
+synchronizes and evaluates; each worker writes DIR/NAME-worker{I}.npz (the model's
+variables, in order) and DIR/NAME-worker{I}.json (counts, losses, evaluation).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+SCENARIO_DEFAULTS = {
+    "sync": "allreduce",
+    "k": "1",
+    "optimizer": "sgd",
+    "bn": "0",
+    "precision": "none",
+    "accumulation": "1",
+    "rules": "0",
+}
+
+
+def arguments():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--global-batch", type=int, default=8)
+    parser.add_argument("--steps", type=int, default=6)
+    parser.add_argument(
+        "--scenario",
+        action="append",
+        default=[],
+        help="comma-separated key=value settings, e.g. name=kavg4,sync=kavg,k=4",
+    )
+    parser.add_argument("--crash-worker", type=int, default=None)
+    parser.add_argument("--crash-at-step", type=int, default=1)
+    parser.add_argument("--collective-timeout", type=float, default=60.0)
+    return parser.parse_args()
+
+
+def main() -> int:
+    args = arguments()
+    from actrec.cluster.strategy import build_strategy, worker_index
+
+    # First: multi-worker collectives must be configured before any TensorFlow op.
+    strategy = build_strategy("auto", "ring", timeout_seconds=args.collective_timeout)
+    import keras
+    import numpy as np
+    import tensorflow as tf
+
+    from actrec.config.recipe import TrainConfig
+    from actrec.train.loop import DistributedTrainer
+
+    tf.config.experimental.enable_op_determinism()
+    worker = worker_index(strategy)
+    rng = np.random.default_rng(1234)
+    num_examples = args.global_batch * args.steps
+    clips = rng.normal(size=(num_examples, 6, 6, 2)).astype("float32")
+    labels = rng.integers(0, 3, size=num_examples).astype("int32")
+
+    def dataset_fn(context):
+        part = args.global_batch // context.num_input_pipelines
+        first = context.input_pipeline_id * part
+        batches = tf.data.Dataset.from_tensor_slices((clips, labels)).batch(args.global_batch)
+        return batches.map(lambda x, y: (x[first : first + part], y[first : first + part]))
+
+    def evaluation_fn(context):
+        # Workers read interleaved examples; 5 does not divide 48: partial batches.
+        examples = tf.data.Dataset.from_tensor_slices((clips, labels))
+        return examples.shard(context.num_input_pipelines, context.input_pipeline_id).batch(5)
+
+    def model_builder(batch_norm: bool, rules: bool):
+        def build():
+            layers = [keras.Input((6, 6, 2))]
+            if rules:
+                layers.append(keras.layers.Conv2D(4, 3, name="stem"))
+            layers += [keras.layers.Flatten(), keras.layers.Dense(8, activation="tanh")]
+            if batch_norm:
+                layers.append(keras.layers.BatchNormalization())
+            layers.append(keras.layers.Dense(3, name="classifier"))
+            return keras.Sequential(layers)
+
+        return build
+
+    def train_config(settings: dict) -> TrainConfig:
+        common = {
+            "optimizer": settings["optimizer"],
+            "clip_norm": None,
+            "sync": settings["sync"],
+            "kavg_steps": int(settings["k"]),
+            "mixed_precision": settings["precision"],
+        }
+        if settings["rules"] != "1":
+            return TrainConfig(**common, momentum=0.0, weight_decay=0.0)
+        return TrainConfig(
+            **common,
+            momentum=0.9,
+            weight_decay=0.01,
+            weight_decay_mode="coupled",
+            bias_lr_mult=2.0,
+            first_conv_lr_mult=5.0,
+            classifier_lr_mult=3.0,
+        )
+
+    args.out.mkdir(parents=True, exist_ok=True)
+    for scenario in args.scenario:
+        settings = {**SCENARIO_DEFAULTS, **dict(item.split("=") for item in scenario.split(","))}
+        name = settings["name"]
+        trainer = DistributedTrainer(
+            strategy,
+            model_builder(settings["bn"] == "1", settings["rules"] == "1"),
+            train_config(settings),
+            seed=7,
+        )
+        batches = iter(trainer.distribute(dataset_fn))
+        losses = []
+        for step in range(args.steps):
+            if worker == args.crash_worker and step == args.crash_at_step:
+                print(f"worker {worker} crashes on purpose at step {step}", flush=True)
+                return 3
+            rate = 0.5 if step < args.steps // 2 else 0.25
+            if settings["rules"] == "1":
+                rate *= 0.1
+            values = trainer.train_step(next(batches), rate, int(settings["accumulation"]))
+            losses.append(values["loss"])
+        np.savez(
+            args.out / f"{name}-worker{worker}-before-synchronize.npz",
+            *[np.asarray(variable.value) for variable in trainer.model.variables],
+        )
+        trainer.synchronize()
+        evaluation = trainer.evaluate(trainer.distribute(evaluation_fn))
+        evaluation["confusion"] = evaluation["confusion"].tolist()  # [K, K], for JSON
+        np.savez(
+            args.out / f"{name}-worker{worker}.npz",
+            *[np.asarray(variable.value) for variable in trainer.model.variables],
+        )
+        summary = {
+            "num_all_reduces": trainer.num_all_reduces,
+            "step": trainer.step,
+            "num_traces": trainer.num_traces,
+            "losses": losses,
+            "evaluation": evaluation,
+            "replicas": trainer.num_replicas_in_sync,
+        }
+        (args.out / f"{name}-worker{worker}.json").write_text(json.dumps(summary))
+        print(f"{name}: {summary}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,119 @@
+"""The built-in synthetic recipes learn what they should (real training, a few minutes).
+
+The synthetic classes differ only in motion: the flow TSN must reach 90 % test accuracy
+while the RGB TSN stays near chance (1/8); the RGB TSM, the same recipe with temporal
+shifts, must learn the motion from the frames (75 %); K-step averaging on two real worker
+processes must reach the flow target with 4x fewer all-reduces. The synthetic set has no val
+split, so training validates on nothing (the test split is for evaluation only): the
+accuracies are those of `actrec eval` on the test split.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+from conftest import train_command
+
+from actrec.cluster.launch import launch_local_workers
+from actrec.config.files import load_recipe
+from actrec.evaluation.evaluate import evaluate_run
+from actrec.evaluation.protocols import resolve_protocol
+
+pytestmark = pytest.mark.slow
+
+# The RGB TSN's bound (issue 11): near chance, 0.125. Measured on the default synthetic set
+# (format 2): 7.1 % and 10.7 % test top-1 (seeds 0 and 1); format 1, whose single frames told
+# the kind of motion, gave 14.3 % and 33.9 %.
+TSN_BOUND = 0.3
+# The flow TSN's target on two workers under K-step averaging, from the spread of both sync
+# modes (docs/benchmarks.md, K-AVG; seeds 0-2): kavg K=4 94.6 / 92.9 / 94.6 % with AVX-512
+# kernels and 78.6 / 89.3 / 87.5 % with ONEDNN_MAX_CPU_ISA=AVX2 (a CPU without AVX-512);
+# allreduce 94.6 / 87.5 / 91.1 % and 80.4 / 89.3 / 89.3 %. Seed 0 is the low one of both
+# modes under AVX2 kernels: the lowest run measured (78.6 %) less two test videos.
+KAVG_TARGET = 0.75
+# The RGB TSM's bound: 80.4-91.1 % test top-1 in ten seeds of its recipe (16 epochs, AMD EPYC
+# with AVX-512) and 78.6 % in a run of this test (seed 0 again: the CPU kernels are not
+# deterministic); docs/benchmarks.md, "Why the spread": it does not learn the direction of
+# a rotation, so about 7 of 14 rotation videos are right by chance and a few others vary.
+# The lowest less two test videos. The TSN twin stays under TSN_BOUND.
+TSM_BOUND = 0.75
+
+
+@pytest.fixture
+def prepared(synthetic_prepared) -> Path:
+    return synthetic_prepared
+
+
+@pytest.fixture
+def flow_run(synthetic_flow_run):
+    return synthetic_flow_run
+
+
+def _test_split_metrics(run_dir: Path, out_dir: Path):
+    """top-1 and videos of the run's final weights on the test split (centre view)."""
+    metrics = evaluate_run(run_dir, resolve_protocol("centre"), out_dir=out_dir).metrics
+    return metrics.top1, metrics.num_videos
+
+
+def test_flow_tsn_learns_the_motion_classes(flow_run, tmp_path):
+    summary, run_dir = flow_run
+    top1, videos = _test_split_metrics(run_dir, tmp_path)
+    assert videos == 56 and top1 >= 0.9
+    record = json.loads((run_dir / "run.json").read_text())
+    assert record["status"] == "finished" and record["all_reduces"] == summary.global_step == 320
+    # no val split: nothing validated during training (never the test split), no best weights
+    assert record["validation"] == {} and "best" not in record
+    assert '"event": "validation"' not in (run_dir / "metrics.jsonl").read_text()
+    assert not (run_dir / "best.weights.h5").exists()
+
+
+def test_rgb_tsn_stays_near_chance(synthetic_rgb_run, flow_run, tmp_path):
+    summary, run_dir = synthetic_rgb_run
+    assert summary.global_step == 512  # 16 epochs of 32 steps
+    rgb = _test_split_metrics(run_dir, tmp_path / "rgb")[0]
+    assert rgb <= TSN_BOUND  # chance: 0.125
+    assert _test_split_metrics(flow_run[1], tmp_path / "flow")[0] - rgb >= 0.5
+
+
+def test_tsm_learns_the_motion_that_the_same_recipe_as_a_tsn_cannot(
+    synthetic_tsm_run, synthetic_rgb_run, tmp_path
+):
+    """synthetic-rgb is synthetic-tsm with model.architecture=tsn: one test run of each on the
+    default synthetic set (the TSN's is the session's synthetic-rgb run)."""
+    tsm, tsn = load_recipe("synthetic-tsm"), load_recipe("synthetic-rgb")
+    assert tsm.model.architecture == "tsm" and tsn.model.architecture == "tsn"
+    assert dataclasses.replace(tsn.model, architecture="tsm") == tsm.model
+    assert (tsn.data, tsn.train, tsn.runtime) == (tsm.data, tsm.train, tsm.runtime)
+    tsm_top1, videos = _test_split_metrics(synthetic_tsm_run[1], tmp_path / "tsm")
+    tsn_top1 = _test_split_metrics(synthetic_rgb_run[1], tmp_path / "tsn")[0]
+    print(f"synthetic set, test top-1: TSM {tsm_top1:.3f}, TSN {tsn_top1:.3f}")
+    assert videos == 56
+    assert tsm_top1 >= TSM_BOUND
+    assert tsn_top1 <= TSN_BOUND  # chance: 0.125
+
+
+def test_kavg_on_two_workers_reaches_the_target_with_four_times_fewer_all_reduces(
+    prepared, tmp_path, flow_run
+):
+    """K-step averaging (K = 4) all-reduces once per 4 steps where allreduce does every step,
+    in the recipe's 10 epochs, Adam's moments per worker (the default), and learns the flow
+    as all-reduce does: the target is KAVG_TARGET (chance 12.5 %), set from both modes'
+    measured spread on both kinds of CPU kernels."""
+    run_dir = tmp_path / "kavg"
+    command = train_command(
+        "synthetic-flow", prepared, run_dir, ["train.sync=kavg", "train.kavg_steps=4"]
+    )
+    log = tmp_path / "workers.log"
+    with open(log, "w") as output:
+        code = launch_local_workers(2, command, timeout=600, output=output)
+    assert code == 0, log.read_text()[-3000:]
+    record = json.loads((run_dir / "run.json").read_text())
+    assert record["status"] == "finished" and record["workers"] == 2
+    assert record["global_step"] == 10 * 32
+    assert record["all_reduces"] * 4 == record["global_step"]
+    assert flow_run[0].num_all_reduces == flow_run[0].global_step == 320  # allreduce: every step
+    assert _test_split_metrics(run_dir, tmp_path / "eval")[0] >= KAVG_TARGET
+    assert not any((run_dir / ".worker-checkpoints").rglob("*.index"))  # scratch removed
