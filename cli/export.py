@@ -6,9 +6,13 @@ from pathlib import Path
 
 import click
 from actrec_cli.console import console, import_tensorflow_quietly, progress_for
-from actrec_cli.options import checkpoint_option, parse_fusion_weights, score_average_option
+from actrec_cli.options import (
+    checkpoint_option,
+    format_options,
+    parse_fusion_weights,
+    score_average_option,
+)
 
-from actrec.export.formats.onnx import DEFAULT_OPSET
 from actrec.export.formats.registry import (
     DEFAULT_FORMAT,
     all_quantizations,
@@ -78,12 +82,7 @@ def _quantize_help() -> str:
     show_default=True,
     help=_quantize_help(),
 )
-@click.option(
-    "--opset",
-    type=int,
-    default=None,
-    help=f"With --format onnx: the ONNX operator set.  [default: {DEFAULT_OPSET}]",
-)
+@format_options("options")
 @click.option(
     "--data",
     "data_dir",
@@ -113,7 +112,7 @@ def export(
     streaming,
     checkpoint,
     quantize,
-    opset,
+    **format_options,
 ):
     """Export RUN_DIR (a finished `actrec train` --workdir) as a TensorFlow SavedModel that
     takes decoded uint8 frames (and flow) of any size and returns class probabilities and
@@ -135,7 +134,7 @@ def export(
         checkpoint=checkpoint,
         streaming=streaming,
         quantize=quantize,
-        opset=opset,
+        **format_options,
     )
     kind = "two-stream" if len(summary.modalities) == 2 else summary.modalities[0]
     if streaming:

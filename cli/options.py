@@ -87,3 +87,30 @@ def option_group(*options):
         return command
 
     return decorate
+
+
+def format_options(kind: str):
+    """A decorator adding a click option for each option of the registered export formats
+    (kind "options": `actrec export --opset ...`; "runtime_options": `actrec predict
+    --provider ...`): a new format's options need no change here. Each defaults to None (the
+    format's own default applies); a format that does not take one refuses it."""
+    from actrec.export.formats.registry import all_options
+
+    where, after = ("--format ", "") if kind == "options" else ("a --format ", " export")
+
+    def decorate(command):
+        named = {}
+        for format_name, option in all_options(kind):
+            named.setdefault(option.name, (format_name, option))
+        for format_name, option in reversed(list(named.values())):
+            value_type = click.Choice(option.choices) if option.choices else option.kind
+            default = "" if option.default is None else f"  [default: {option.default}]"
+            command = click.option(
+                f"--{option.name}",
+                type=value_type,
+                default=None,
+                help=f"With {where}{format_name}{after}: {option.help}.{default}",
+            )(command)
+        return command
+
+    return decorate

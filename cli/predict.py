@@ -8,11 +8,10 @@ from pathlib import Path
 
 import click
 from actrec_cli.console import console, error_console, import_tensorflow_quietly, progress_for
+from actrec_cli.options import format_options
 from rich.table import Table
 from rich.text import Text
 
-from actrec.export.formats.onnx import PROVIDERS
-from actrec.export.tflite import INTERPRETERS
 from actrec.export.timeline import DEFAULT_WINDOW_SECONDS
 
 
@@ -107,20 +106,7 @@ def _quiet_opencv() -> None:
     help="With --stream: frames whose logits the running prediction averages.  [default: "
     "the model's segments]",
 )
-@click.option(
-    "--provider",
-    type=click.Choice(PROVIDERS),
-    default=None,
-    help="With an ONNX export: ONNX Runtime's execution provider.  [default: auto, CUDA where "
-    "this ONNX Runtime has it, else the CPU]",
-)
-@click.option(
-    "--interpreter",
-    type=click.Choice(INTERPRETERS),
-    default=None,
-    help="With a TFLite export: LiteRT (ai-edge-litert) or TensorFlow's interpreter.  "
-    "[default: auto, LiteRT where installed]",
-)
+@format_options("runtime_options")
 def predict(
     videos,
     model_dir,
@@ -133,8 +119,7 @@ def predict(
     stream,
     every,
     smooth,
-    provider,
-    interpreter,
+    **runtime_options,
 ):
     """Predict the action in each VIDEO: decoded, sampled and (for flow models) given optical
     flow the way the model's training data was prepared. A video that cannot be read is
@@ -154,11 +139,7 @@ def predict(
         raise click.UsageError("--stream and --timeline are two modes: choose one")
     elif len(videos) != 1:
         raise click.UsageError("--stream takes one source (a file, camera index or URL)")
-    options = {
-        name: value
-        for name, value in (("provider", provider), ("interpreter", interpreter))
-        if value is not None
-    }
+    options = {name: value for name, value in runtime_options.items() if value is not None}
     import_tensorflow_quietly()
     _quiet_opencv()
     if stream:

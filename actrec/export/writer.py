@@ -102,7 +102,7 @@ def export_runs(
     checkpoint: str = "final",
     streaming: bool = False,
     quantize: str = "none",
-    opset: int | None = None,
+    **format_options,
 ) -> ExportSummary:
     """Export one run, or an RGB and a flow run fused, into `out_dir`.
 
@@ -119,7 +119,8 @@ def export_runs(
     quantize: "none" (float32) or a quantisation the format honours (tflite: "float16",
         "dynamic" int8 weights); a quantised model's difference is reported in
         ExportSummary.reload_difference, not checked.
-    opset: the ONNX operator set (--format onnx; None: its default).
+    format_options: the format's own options (ExportFormat.options; onnx: opset=13..18),
+        refused by a format that does not take them.
     Raises ConfigError / DatasetError for unusable runs, OutputError for an unusable
     out_dir, ActrecError when the reloaded export does not reproduce the model; nothing is
     left at out_dir then.
@@ -151,7 +152,7 @@ def export_runs(
         fusion_average,
         streaming,
         quantize,
-        opset,
+        {name: value for name, value in format_options.items() if value is not None},
     )
     exporter.check_request(request)
     preparation = export_preparation(runs, None if data_dir is None else Path(data_dir))

@@ -82,7 +82,7 @@ def test_onnx_options_it_cannot_honour_are_refused(tiny_runs, tiny_exports, tmp_
     for arguments, message in (
         (["--format", "onnx", "--quantize", "dynamic"], "--quantize dynamic needs --format tflite"),
         (["--format", "onnx", "--opset", "9"], "--opset 9 is not valid; choose one from 13 to 18"),
-        (["--opset", "17"], "--opset is an ONNX option; --format savedmodel takes none"),
+        (["--opset", "17"], "--opset is an option of --format onnx; --format savedmodel does"),
         (["--format", "keras", "--streaming"], "is not an online TSM"),
     ):
         out = tmp_path / "refused"
@@ -92,7 +92,8 @@ def test_onnx_options_it_cannot_honour_are_refused(tiny_runs, tiny_exports, tmp_
     video = _test_videos(tiny_runs["prepared"])[0]
     result = cli_runner("predict", video, "--model", tiny_exports["rgb"], "--provider", "cpu")
     assert result.exit_code == 1
-    assert "--provider is for --format onnx exports" in result.output
+    assert "--provider is an option of --format onnx;" in result.output
+    assert "a TensorFlow SavedModel export, does not take it" in result.output
     import onnxruntime
 
     if "CUDAExecutionProvider" not in onnxruntime.get_available_providers():

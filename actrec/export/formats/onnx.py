@@ -18,6 +18,7 @@ from actrec.errors import ActrecError, ConfigError
 from actrec.export.formats.registry import (
     ExportFormat,
     ExportRequest,
+    FormatOption,
     WrittenModel,
     predict_usage_lines,
 )
@@ -169,14 +170,30 @@ class OnnxFormat(ExportFormat):
         "model.onnx for ONNX Runtime (sampled, cropped clips in, normalisation inside, any "
         "batch; layout in actrec.json; needs actrec[onnx])"
     )
-    options = ("opset",)
-    runtime_options = ("provider",)
+    options = (
+        FormatOption(
+            "opset",
+            f"the ONNX operator set, {OPSETS.start}-{OPSETS.stop - 1}",
+            int,
+            default=DEFAULT_OPSET,
+        ),
+    )
+    runtime_options = (
+        FormatOption(
+            "provider",
+            "ONNX Runtime's execution provider (auto: CUDA where this ONNX Runtime has it, "
+            "else the CPU)",
+            choices=PROVIDERS,
+            default="auto",
+        ),
+    )
 
     def check_request(self, request: ExportRequest) -> None:
         super().check_request(request)
-        if request.opset is not None and request.opset not in OPSETS:
+        opset = request.options.get("opset")
+        if opset is not None and opset not in OPSETS:
             raise ConfigError(
-                f"--opset {request.opset} is not valid; choose one from {OPSETS.start} to "
+                f"--opset {opset} is not valid; choose one from {OPSETS.start} to "
                 f"{OPSETS.stop - 1} (default {DEFAULT_OPSET})"
             )
         try:
@@ -188,7 +205,7 @@ class OnnxFormat(ExportFormat):
     def write(self, request: ExportRequest, folder: Path) -> WrittenModel:
         from actrec.atomic import write_bytes_atomic
 
-        opset = request.opset or DEFAULT_OPSET
+        opset = request.options.get("opset") or DEFAULT_OPSET
         function, signature, state_shapes = model_function(request, None)
         metadata = {
             "model": ONNX_FILE,

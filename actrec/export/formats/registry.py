@@ -29,6 +29,23 @@ DEFAULT_FORMAT = "savedmodel"
 
 
 @dataclass(frozen=True)
+class FormatOption:
+    """An option one format takes: `actrec export --NAME` (ExportFormat.options) or `actrec
+    predict --NAME` (ExportFormat.runtime_options). The CLI adds every registered format's
+    options, so a new format's options need no CLI change.
+
+    kind: the value's type (int, str); choices: the allowed values (None: any of `kind`);
+    default: what the format uses when the option is not given (shown in the help).
+    """
+
+    name: str
+    help: str
+    kind: type = str
+    choices: tuple[str, ...] | None = None
+    default: Any = None
+
+
+@dataclass(frozen=True)
 class ExportRequest:
     """What one `actrec export` asks of a format.
 
@@ -36,7 +53,9 @@ class ExportRequest:
     classes: the class names (index order); top_k: k of the top-k outputs (<= K).
     fusion_weights, fusion_average: the two-stream fusion (actrec.models.fusion).
     streaming: the online TSM's one-frame step instead of the clip model.
-    quantize: "none" or one of the format's quantizations; opset: ONNX's operator set.
+    quantize: "none" or one of the format's quantizations.
+    options: the format's own options given, by name (ExportFormat.options: e.g. onnx's
+        "opset").
     """
 
     streams: Sequence[ExportedStream]
@@ -46,7 +65,7 @@ class ExportRequest:
     fusion_average: str = "logits"
     streaming: bool = False
     quantize: str = "none"
-    opset: int | None = None
+    options: dict = field(default_factory=dict)
 
     @property
     def two_stream(self) -> bool:
@@ -76,9 +95,9 @@ class ExportFormat:
     SavedModel"); summary: its `--format` help; quantizations: the `--quantize` values it
     honours ("none" first); streaming / two_stream: whether it writes the online TSM's step
     and fused models; predicts: whether `actrec predict` runs it; starts_runs: whether
-    `--init-from` starts a run from it; options: the export options it takes besides the
-    common ones (e.g. "opset"); runtime_options: those `actrec predict` takes for it (e.g.
-    "provider").
+    `--init-from` starts a run from it; options: the FormatOptions `actrec export` takes for
+    it besides the common ones (onnx: --opset); runtime_options: those `actrec predict`
+    takes for its exports (onnx: --provider).
     """
 
     name: str = ""
@@ -89,8 +108,8 @@ class ExportFormat:
     two_stream: bool = True
     predicts: bool = True
     starts_runs: bool = False
-    options: tuple[str, ...] = ()
-    runtime_options: tuple[str, ...] = ()
+    options: tuple[FormatOption, ...] = ()
+    runtime_options: tuple[FormatOption, ...] = ()
 
     def check_request(self, request: ExportRequest) -> None:
         """ConfigError for what this format cannot honour, before anything is built."""
@@ -111,18 +130,12 @@ class ExportFormat:
                 f"{', '.join(name for name in format_names() if export_format(name).streaming)}"
                 f", not --format {self.name}"
             )
-        if request.opset is not None and "opset" not in self.options:
-            raise ConfigError(f"--opset is an ONNX option; --format {self.name} takes none")
+        _check_names(request.options, self.options, "options", f"--format {self.name}")
 
     def check_runtime_options(self, model_dir: Path, options: dict) -> None:
         """ConfigError for a runtime option this format does not take."""
-        for name in options:
-            if name not in self.runtime_options:
-                takers = [n for n in format_names() if name in export_format(n).runtime_options]
-                raise ConfigError(
-                    f"--{name} is for --format {' or '.join(takers)} exports; {model_dir} is a "
-                    f"{self.title} export: leave --{name} out"
-                )
+        where = f"{model_dir}, a {self.title} export,"
+        _check_names(options, self.runtime_options, "runtime_options", where)
 
     def write(self, request: ExportRequest, folder: Path) -> WrittenModel:
         """Write the model's files into `folder` and check them reloaded."""
@@ -167,6 +180,30 @@ class ExportFormat:
         """The keras model of stream `stream_index`, for `--init-from EXPORT` (after
         check_start)."""
         raise NotImplementedError
+
+
+def _check_names(given: dict, taken: Sequence[FormatOption], kind: str, where: str) -> None:
+    """ConfigError naming the formats that take an option `where` does not."""
+    names = {option.name for option in taken}
+    for name in given:
+        if name not in names:
+            takers = [
+                format_name
+                for format_name in format_names()
+                if name in {o.name for o in getattr(export_format(format_name), kind)}
+            ]
+            raise ConfigError(
+                f"--{name} is an option of --format {' and '.join(takers) or 'none'}; "
+                f"{where} does not take it: leave --{name} out"
+            )
+
+
+def all_options(kind: str = "options") -> tuple[tuple[str, FormatOption], ...]:
+    """(format name, FormatOption) of every registered format's `kind` ("options" for
+    `actrec export`, "runtime_options" for `actrec predict`), in format order."""
+    return tuple(
+        (name, option) for name in format_names() for option in getattr(export_format(name), kind)
+    )
 
 
 def predict_usage_lines(metadata: dict, options: str = "") -> list[str]:

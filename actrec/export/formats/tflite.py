@@ -13,6 +13,7 @@ from actrec.atomic import write_bytes_atomic
 from actrec.export.formats.registry import (
     ExportFormat,
     ExportRequest,
+    FormatOption,
     WrittenModel,
     predict_usage_lines,
 )
@@ -23,7 +24,13 @@ from actrec.export.ready_clips import (
     probe_difference,
     ready_clip_entries,
 )
-from actrec.export.tflite import FLOAT_TOLERANCE, QUANTIZATIONS, TFLITE_FILE, TfliteRunner
+from actrec.export.tflite import (
+    FLOAT_TOLERANCE,
+    INTERPRETERS,
+    QUANTIZATIONS,
+    TFLITE_FILE,
+    TfliteRunner,
+)
 
 BATCH = 1
 
@@ -36,7 +43,14 @@ class TfliteFormat(ExportFormat):
         "inside; layout in actrec.json)"
     )
     quantizations = QUANTIZATIONS
-    runtime_options = ("interpreter",)
+    runtime_options = (
+        FormatOption(
+            "interpreter",
+            "LiteRT (ai-edge-litert) or TensorFlow's interpreter (auto: LiteRT where installed)",
+            choices=INTERPRETERS,
+            default="auto",
+        ),
+    )
 
     def write(self, request: ExportRequest, folder: Path) -> WrittenModel:
         from actrec.export.tflite import converted
