@@ -101,3 +101,21 @@ def test_onnx_options_it_cannot_honour_are_refused(tiny_runs, tiny_exports, tmp_
             from actrec.export.formats.onnx import execution_providers
 
             execution_providers("cuda")
+
+
+def test_a_function_with_an_op_onnx_lacks_fails_at_export_naming_the_op():
+    """tf2onnx logs a TensorFlow op it cannot convert and still returns a model; the export
+    refuses it, naming the op, instead of writing a model ONNX Runtime cannot load."""
+    import tensorflow as tf
+
+    from actrec.errors import ActrecError
+    from actrec.export.formats.onnx import converted
+
+    signature = [tf.TensorSpec([None, 4], tf.float32, name="x")]
+
+    def reinterpreted(x):
+        return {"y": tf.cast(tf.bitcast(x, tf.int32), tf.float32)}
+
+    with pytest.raises(ActrecError, match="no conversion for the TensorFlow ops Bitcast"):
+        converted(reinterpreted, signature, 17)
+    assert converted(lambda x: {"y": 2 * x}, signature, 17)  # what converts still does

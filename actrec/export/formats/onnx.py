@@ -142,9 +142,25 @@ def _with_next_state_names(function, metadata: dict):
     return renamed
 
 
+def unconverted_ops(graph) -> list[str]:
+    """The op types of an ONNX graph (and its subgraphs) that no ONNX operator set defines:
+    what tf2onnx left as TensorFlow ops (it logs them and still returns a model)."""
+    import onnx
+
+    found = set()
+    for node in graph.node:
+        if not onnx.defs.has(node.op_type, node.domain):
+            found.add(node.op_type)
+        for attribute in node.attribute:
+            for subgraph in [attribute.g, *attribute.graphs]:
+                found.update(unconverted_ops(subgraph))
+    return sorted(found)
+
+
 def converted(function, signature: list, opset: int) -> bytes:
     """The ONNX model of `function` (tensors by `signature` -> dict of tensors, the
-    models' weights frozen into it); ActrecError naming what did not convert."""
+    models' weights frozen into it); ActrecError naming what did not convert (nothing is
+    written then)."""
     import tensorflow as tf
 
     try:
@@ -160,6 +176,12 @@ def converted(function, signature: list, opset: int) -> bytes:
             f"{str(error).splitlines()[0] if str(error) else 'no detail'}; try another "
             "--opset, or export --format savedmodel or tflite"
         ) from None
+    missing = unconverted_ops(proto.graph)
+    if missing:
+        raise ActrecError(
+            f"the model does not convert to ONNX (opset {opset}): tf2onnx has no conversion "
+            f"for the TensorFlow ops {', '.join(missing)}; export --format savedmodel or tflite"
+        )
     return proto.SerializeToString()
 
 
