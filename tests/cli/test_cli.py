@@ -98,6 +98,7 @@ DISTRIBUTION_OF_MODULE = {
 OPTIONAL_DISTRIBUTION_OF_MODULE = {
     "torch": ("torch", "torch"),
     "tf2onnx": ("onnx", "tf2onnx"),
+    "onnx": ("onnx", "onnx"),
     "onnxruntime": ("onnx", "onnxruntime"),
     "ai_edge_litert": ("litert", "ai-edge-litert"),
 }
