@@ -130,6 +130,8 @@ class ExportFormat:
                 f"{', '.join(name for name in format_names() if export_format(name).streaming)}"
                 f", not --format {self.name}"
             )
+        if request.two_stream and not self.two_stream:
+            raise ConfigError(f"--format {self.name} exports one stream; it cannot fuse two")
         _check_names(request.options, self.options, "options", f"--format {self.name}")
 
     def check_runtime_options(self, model_dir: Path, options: dict) -> None:
