@@ -26,13 +26,10 @@ def _format_help() -> str:
 
 
 def _quantize_help() -> str:
-    return (
-        "; ".join(
-            f"--format {name}: {', '.join(export_format(name).quantizations[1:])}"
-            for name in format_names()
-            if len(export_format(name).quantizations) > 1
-        )
-        + " (float16 halves the file, dynamic int8 weights quarter it)."
+    return "; ".join(
+        f"--format {name}: {export_format(name).quantize_help}"
+        for name in format_names()
+        if len(export_format(name).quantizations) > 1
     )
 
 

@@ -43,6 +43,7 @@ class TfliteFormat(ExportFormat):
         "inside; layout in actrec.json)"
     )
     quantizations = QUANTIZATIONS
+    quantize_help = "float16 weights (half the file) or dynamic: int8 weights (a quarter)"
     runtime_options = (
         FormatOption(
             "interpreter",
