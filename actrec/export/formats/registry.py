@@ -91,13 +91,17 @@ class WrittenModel:
 class ExportFormat:
     """One export format (subclassed once per module of this package, as `FORMAT`).
 
-    name: the `--format` value; title: what the model card calls it ("TensorFlow
-    SavedModel"); summary: its `--format` help; quantizations: the `--quantize` values it
-    honours ("none" first), quantize_help what they do; streaming / two_stream: whether
-    it writes the online TSM's step and fused models; predicts: whether `actrec predict`
-    runs it; starts_runs: whether `--init-from` starts a run from it; options: the FormatOptions `actrec export` takes for
-    it besides the common ones (onnx: --opset); runtime_options: those `actrec predict`
-    takes for its exports (onnx: --provider).
+    name: the `--format` value.
+    title: what the model card calls it ("TensorFlow SavedModel").
+    summary: its `--format` help.
+    quantizations: the `--quantize` values it honours ("none" first); quantize_help: what
+        they do.
+    streaming / two_stream: whether it writes the online TSM's step / fused models.
+    predicts: whether `actrec predict` runs it.
+    starts_runs: whether `--init-from` starts a run from it.
+    options: the FormatOptions `actrec export` takes for it besides the common ones (onnx:
+        --opset); runtime_options: those `actrec predict` takes for its exports (onnx:
+        --provider).
     """
 
     name: str = ""
