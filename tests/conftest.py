@@ -379,6 +379,24 @@ def _trained_synthetic_run(recipe_name: str, prepared: Path, tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def synthetic_centre_evaluation(tmp_path_factory):
+    """run_dir -> the Evaluation of a session synthetic run's final weights on the test split
+    under the `centre` protocol: evaluated once per test run for all xdist workers (the
+    accuracy, fusion and kavg tests each asked for the same ones again) and read back from
+    its folder (load_evaluation)."""
+    from actrec.evaluation.evaluate import evaluate_run, load_evaluation
+    from actrec.evaluation.protocols import resolve_protocol
+
+    def evaluation(run_dir: Path):
+        def build(folder: Path) -> Path:
+            return evaluate_run(run_dir, resolve_protocol("centre"), out_dir=folder).out_dir
+
+        return load_evaluation(_built_once(tmp_path_factory, f"eval-{run_dir.name}", build))
+
+    return evaluation
+
+
+@pytest.fixture(scope="session")
 def synthetic_flow_run(synthetic_prepared, tmp_path_factory):
     """(TrainSummary, run directory) of the built-in synthetic-flow recipe (~95 % test)."""
     return _trained_synthetic_run("synthetic-flow", synthetic_prepared, tmp_path_factory)

@@ -331,14 +331,13 @@ def test_evaluating_runs_one_after_another_traces_each_once(tiny_runs, tmp_path)
 
 @pytest.mark.slow
 def test_fusion_on_the_synthetic_set_is_no_worse_than_the_better_stream(
-    synthetic_flow_run, synthetic_tsm_run, tmp_path
+    synthetic_flow_run, synthetic_tsm_run, synthetic_centre_evaluation, tmp_path
 ):
     """The quickstart's fusion: the RGB TSM with the flow TSN (two streams that both learn;
     the RGB TSN, at chance, only adds noise to a fusion). The first synthetic-set test:
     its worker trains the flow run first (the other worker's group needs it soon)."""
-    protocol = resolve_protocol("centre")
-    tsm = evaluate_run(synthetic_tsm_run[1], protocol, out_dir=tmp_path / "tsm")
-    flow = evaluate_run(synthetic_flow_run[1], protocol, out_dir=tmp_path / "flow")
+    tsm = synthetic_centre_evaluation(synthetic_tsm_run[1])
+    flow = synthetic_centre_evaluation(synthetic_flow_run[1])
     fused = fuse_evaluations([tsm, flow], out_dir=tmp_path / "fused")
     # Each stream's accuracy is test_train_accuracy's claim (the TSM's bound there is 0.75:
     # it measured 78.6 % once); here, a fusion worth testing.

@@ -58,9 +58,20 @@ def _test_split_metrics(run_dir: Path, out_dir: Path):
     return metrics.top1, metrics.num_videos
 
 
-def test_flow_tsn_learns_the_motion_classes(flow_run, tmp_path):
+@pytest.fixture
+def centre_metrics(synthetic_centre_evaluation):
+    """run_dir -> (top-1, videos) of a session synthetic run, evaluated once per test run."""
+
+    def metrics(run_dir: Path):
+        evaluated = synthetic_centre_evaluation(run_dir).metrics
+        return evaluated.top1, evaluated.num_videos
+
+    return metrics
+
+
+def test_flow_tsn_learns_the_motion_classes(flow_run, centre_metrics):
     summary, run_dir = flow_run
-    top1, videos = _test_split_metrics(run_dir, tmp_path)
+    top1, videos = centre_metrics(run_dir)
     assert videos == 56 and top1 >= 0.9
     record = json.loads((run_dir / "run.json").read_text())
     assert record["status"] == "finished" and record["all_reduces"] == summary.global_step == 320
@@ -70,16 +81,16 @@ def test_flow_tsn_learns_the_motion_classes(flow_run, tmp_path):
     assert not (run_dir / "best.weights.h5").exists()
 
 
-def test_rgb_tsn_stays_near_chance(synthetic_rgb_run, flow_run, tmp_path):
+def test_rgb_tsn_stays_near_chance(synthetic_rgb_run, flow_run, centre_metrics):
     summary, run_dir = synthetic_rgb_run
     assert summary.global_step == 512  # 16 epochs of 32 steps
-    rgb = _test_split_metrics(run_dir, tmp_path / "rgb")[0]
+    rgb = centre_metrics(run_dir)[0]
     assert rgb <= TSN_BOUND  # chance: 0.125
-    assert _test_split_metrics(flow_run[1], tmp_path / "flow")[0] - rgb >= 0.5
+    assert centre_metrics(flow_run[1])[0] - rgb >= 0.5
 
 
 def test_tsm_learns_the_motion_that_the_same_recipe_as_a_tsn_cannot(
-    synthetic_tsm_run, synthetic_rgb_run, tmp_path
+    synthetic_tsm_run, synthetic_rgb_run, centre_metrics
 ):
     """synthetic-rgb is synthetic-tsm with model.architecture=tsn: one test run of each on the
     default synthetic set (the TSN's is the session's synthetic-rgb run)."""
@@ -87,8 +98,8 @@ def test_tsm_learns_the_motion_that_the_same_recipe_as_a_tsn_cannot(
     assert tsm.model.architecture == "tsm" and tsn.model.architecture == "tsn"
     assert dataclasses.replace(tsn.model, architecture="tsm") == tsm.model
     assert (tsn.data, tsn.train, tsn.runtime) == (tsm.data, tsm.train, tsm.runtime)
-    tsm_top1, videos = _test_split_metrics(synthetic_tsm_run[1], tmp_path / "tsm")
-    tsn_top1 = _test_split_metrics(synthetic_rgb_run[1], tmp_path / "tsn")[0]
+    tsm_top1, videos = centre_metrics(synthetic_tsm_run[1])
+    tsn_top1 = centre_metrics(synthetic_rgb_run[1])[0]
     print(f"synthetic set, test top-1: TSM {tsm_top1:.3f}, TSN {tsn_top1:.3f}")
     assert videos == 56
     assert tsm_top1 >= TSM_BOUND
