@@ -57,6 +57,17 @@ from actrec_cli.train_report import (
     "setting that differs from the source's training. Sets model.weights=run:PATH.",
 )
 @click.option(
+    "--distill-from",
+    "distill_from",
+    type=click.Path(path_type=Path),
+    default=None,
+    metavar="FLOW_RUN_OR_EXPORT",
+    help="Distil a flow model's motion into this RGB model (MARS): a finished flow run "
+    "directory or an `actrec export` folder with a flow stream, frozen; the loss adds "
+    "train.distill_weight (50) x the squared distance of the pooled features. The data "
+    "must hold the teacher's flow. Sets train.distill_from=PATH.",
+)
+@click.option(
     "--resume",
     is_flag=False,
     flag_value="latest",
@@ -78,6 +89,7 @@ def train(
     run_dir,
     overrides,
     init_from,
+    distill_from,
     resume,
     stop_after_steps,
     batch_size,
@@ -98,6 +110,8 @@ def train(
     given_settings = overridden_settings(overrides)  # kept over a source's (--init-from)
     if init_from is not None:
         overrides = (*overrides, f"model.weights={run_weights(init_from)}")
+    if distill_from is not None:
+        overrides = (*overrides, f"train.distill_from={distill_from}")
     recipe = recipe_from_options(recipe_name, run_dir, resume, overrides, batch_size, remat)
     chief = is_chief()
     if memory_budget is not None and not auto_fields(recipe) and chief:

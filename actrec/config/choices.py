@@ -30,6 +30,7 @@ WeightDecayMode = Literal["coupled", "decoupled"]
 MixedPrecision = Literal["none", "float16", "bfloat16"]
 Strategy = Literal["auto", "one-device", "mirrored", "multi-worker"]
 Communication = Literal["auto", "ring", "nccl"]
+DistillFeatures = Literal["clip", "segments", "logits"]
 
 MODALITIES: tuple[str, ...] = get_args(Modality)
 SAMPLINGS: tuple[str, ...] = get_args(Sampling)
@@ -48,6 +49,7 @@ WEIGHT_DECAY_MODES: tuple[str, ...] = get_args(WeightDecayMode)
 MIXED_PRECISIONS: tuple[str, ...] = get_args(MixedPrecision)
 STRATEGIES: tuple[str, ...] = get_args(Strategy)
 COMMUNICATIONS: tuple[str, ...] = get_args(Communication)
+DISTILL_FEATURES: tuple[str, ...] = get_args(DistillFeatures)
 
 NAMED_WEIGHTS = ("imagenet", "none")
 TRAINED_WEIGHTS_PREFIX = "run:"

@@ -26,6 +26,7 @@ from actrec.config.choices import (
     Backbone,
     Communication,
     Decay,
+    DistillFeatures,
     LrCoupling,
     MixedPrecision,
     Modality,
@@ -204,6 +205,15 @@ class TrainConfig:
         convolution (the flow stream: 5, its bias 5 x 2), the new classifier (TSM from
         ImageNet, `fc_lr5`: 5, its bias 5 x 2); 1 means none.
 
+    Distillation (MARS, Crasto et al. CVPR 2019; actrec.train.distillation): distill_from
+        names a finished flow run or an `actrec export` folder holding a flow stream (the
+        teacher, frozen); the RGB student's loss is its cross-entropy plus distill_weight x
+        the mean squared error between its pooled features (through a learned projection
+        when the widths differ) and the teacher's on the same clip (MARS's alpha: 50).
+        distill_features: "clip" (the features averaged over the segments: MARS matches one
+        clip feature of a 3D network, actrec's 2D adaptation) or "segments" (each
+        segment's). None: no distillation.
+
     Divergence (actrec.train.divergence): a non-finite loss, a loss above loss_upper_bound,
     or one above loss_explosion_factor x the mean of the 5 before it (None: that test is
     off) rolls every worker back to the last checkpoint and continues past the offending
@@ -260,6 +270,9 @@ class TrainConfig:
         lambda factor: 0 < factor <= 1,
         "use a factor in (0, 1] (1 keeps the rate, 0.5 halves it after each recovery)",
     )
+    distill_from: str | None = None
+    distill_weight: float = checked(50.0, _positive, "use a weight > 0 (MARS: 50)")
+    distill_features: DistillFeatures = "clip"
 
 
 @dataclass(frozen=True)

@@ -163,6 +163,15 @@ def validate_recipe(recipe: Recipe) -> None:
         validate_fields(section, getattr(recipe, section))
     _validate_model(recipe.model, recipe.data)
     validate_train(recipe.train)
+    if recipe.train.distill_from is not None and recipe.data.modality != "rgb":
+        raise invalid(
+            "train",
+            "distill_from",
+            recipe.train.distill_from,
+            f"the student learns from a flow teacher, so it must be an RGB model, and "
+            f"data.modality is {recipe.data.modality!r}: distil into an RGB recipe (e.g. "
+            "synthetic-tsm, finetune-tsm), or leave --distill-from out",
+        )
 
 
 def validate_train_section(train: TrainConfig) -> None:

@@ -50,3 +50,10 @@ def validate_train(train: TrainConfig) -> None:
         raise invalid(
             "train", "nesterov", True, "Nesterov momentum needs optimizer sgd and momentum > 0"
         )
+    if train.distill_from is not None and not str(train.distill_from).strip():
+        raise invalid(
+            "train",
+            "distill_from",
+            train.distill_from,
+            "give the folder of a finished flow run or of a flow export, or null for none",
+        )

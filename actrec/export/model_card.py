@@ -125,6 +125,16 @@ def _stream_section(stream: ExportedStream, metadata_entry: dict) -> list[str]:
             f"{start.get('backbone')} {start.get('modality')}, {start.get('num_classes')} "
             f"classes; classifier {'kept' if start.get('keeps_classifier') else 'new'})"
         )
+    teacher = record.get("distilled_from")
+    if isinstance(teacher, dict):
+        lines.append(
+            f"- Distilled from: the flow {teacher.get('kind')} `{teacher.get('path')}` (recipe "
+            f"`{teacher.get('recipe')}`, {str(teacher.get('architecture', '?')).upper()} "
+            f"{teacher.get('backbone')}, {teacher.get('new_length')} {teacher.get('flow')} "
+            f"flow fields, SHA-256 {teacher.get('sha256')}), MARS: train.distill_weight "
+            f"{train.distill_weight:g}, {train.distill_features} features. The model reads "
+            "RGB frames only: the teacher was used in training, not here"
+        )
     converted = record.get("converted_from")
     if isinstance(converted, dict):
         lines.append(

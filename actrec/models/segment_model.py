@@ -30,6 +30,8 @@ from actrec.models.temporal_shift import DEFAULT_FOLD_FRACTION, insert_temporal_
 
 DEFAULT_FLOW_LENGTH = 5
 CLASSIFIER_INIT_STDDEV = 0.001  # TSN's initialisation of the new classifier
+POOLED_FEATURES_LAYER = "dropout"
+"""The layer whose input is the backbone's pooled features [B*T, F] (distillation reads them)."""
 
 
 @keras.saving.register_keras_serializable(package="actrec")
@@ -62,6 +64,28 @@ class SegmentConsensus(keras.layers.Layer):
     def compute_output_shape(self, input_shape):
         batch = input_shape[0]
         return (None if batch is None else batch // self.num_segments, input_shape[-1])
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(num_segments=self.num_segments)
+        return config
+
+
+@keras.saving.register_keras_serializable(package="actrec")
+class SplitSegments(keras.layers.Layer):
+    """[B*T, F] -> [B, T, F] (the segments of each clip apart); no weights."""
+
+    def __init__(self, num_segments: int, **kwargs):
+        super().__init__(**kwargs)
+        self.num_segments = int(num_segments)
+
+    def call(self, inputs):
+        return ops.reshape(inputs, (-1, self.num_segments, inputs.shape[-1]))  # [B, T, F]
+
+    def compute_output_shape(self, input_shape):
+        batch = input_shape[0]
+        batch = None if batch is None else batch // self.num_segments
+        return (batch, self.num_segments, input_shape[-1])
 
     def get_config(self):
         config = super().get_config()
@@ -244,7 +268,7 @@ def build_segment_model(
         x = FramePreprocessing(mode, modality, name="preprocessing")(x)
     x = MergeSegments(name="merge_segments")(x)  # [B*T, H, W, C]
     x = network(x)  # [B*T, F]
-    x = keras.layers.Dropout(dropout, name="dropout")(x)
+    x = keras.layers.Dropout(dropout, name=POOLED_FEATURES_LAYER)(x)
     x = keras.layers.Dense(
         num_classes,
         kernel_initializer=keras.initializers.RandomNormal(stddev=CLASSIFIER_INIT_STDDEV),

@@ -180,9 +180,12 @@ def _show_step(
 ) -> None:
     """The step's progress line, and its metrics line every runtime.log_every_steps."""
     trainer = session.trainer
+    # a distilled step's loss terms apart (actrec.train.distillation)
+    terms = {name: values[name] for name in ("cross_entropy", "feature_mse") if name in values}
     session.progress.advance(1, clips=plan.global_batch)
     session.progress.show(
         loss=values["loss"],
+        **terms,
         accuracy=values["accuracy"],
         lr=rate,
         batch=plan.global_batch,
@@ -195,6 +198,7 @@ def _show_step(
             epoch=epoch,
             step=step,
             loss=values["loss"],
+            **terms,
             accuracy=values["accuracy"],
             lr=rate,
             global_batch=plan.global_batch,

@@ -55,7 +55,9 @@ class NanInjection:
 
         self._offset = tf.Variable(0.0, trainable=False, name="injected_nan")
         offset = self._offset
-        return lambda inputs: input_transform(inputs) + tf.cast(offset, tf.float32)
+        return lambda inputs: tf.nest.map_structure(  # (and a distillation teacher's clips)
+            lambda clips: clips + tf.cast(offset, tf.float32), input_transform(inputs)
+        )
 
     def arm(self, global_step: int) -> bool:
         """Make the next step's clips NaN when a fault is set for `global_step` (1-based),

@@ -96,6 +96,7 @@ def training_dataset(
             with_video_ids=with_video_ids,
             decode_counter=clips_decoded,
             skip_videos=data.validation.held_out,
+            teacher_spec=data.teacher_spec,
         )
 
     return train_dataset

@@ -60,6 +60,7 @@ if TYPE_CHECKING:
     import tensorflow as tf
 
     from actrec.config.recipe import TrainConfig
+    from actrec.train.distillation import DistillationSettings
 
 KERAS_POLICIES = {"none": None, "float16": "mixed_float16", "bfloat16": "mixed_bfloat16"}
 
@@ -102,6 +103,9 @@ class DistributedTrainer(TrainStep):
         mixed_bfloat16).
     input_transform: applied to each replica's training clips where that replica runs,
         before the model (actrec.data.input.training_clips.finish_batch: uint8 crops -> clips).
+    distillation: a flow teacher to distil from (actrec.train.distillation); the training
+        clips are then (student clips, teacher clips), and `self.distillation` holds the
+        teacher, the projection and the model the optimizer trains (student + projection).
 
     Attributes: model, optimizer, strategy, step_variable (int64 optimizer steps, for
     checkpoints), num_replicas_in_sync (global replicas; workers under kavg),
@@ -119,6 +123,7 @@ class DistributedTrainer(TrainStep):
         *,
         seed: int = 0,
         input_transform: Callable[[tf.Tensor], tf.Tensor] | None = None,
+        distillation: DistillationSettings | None = None,
     ):
         import keras
         import tensorflow as tf
@@ -151,7 +156,12 @@ class DistributedTrainer(TrainStep):
         with _keras_policy(train.mixed_precision), scope:
             self.model = model_builder()
             self._check_model()
-            self.optimizer = build_optimizer(train, self.model)
+            self.distillation = None
+            if distillation is not None:
+                from actrec.train.distillation import Distillation
+
+                self.distillation = Distillation(distillation, self.model)
+            self.optimizer = build_optimizer(train, self.trained_model)
         self.step_variable = tf.Variable(0, dtype=tf.int64, trainable=False, name="step")
         self.num_replicas_in_sync = (
             self.num_workers if self.local_updates else int(strategy.num_replicas_in_sync)
@@ -160,7 +170,7 @@ class DistributedTrainer(TrainStep):
         self.num_traces = 0
         self._steps_since_average = 0
         self._averaged_variables = variables_to_average(
-            self.model, self.optimizer, train, self.local_updates
+            self.trained_model, self.optimizer, train, self.local_updates
         )
         # The adaptive schedule changes the batch size: after the first change, one
         # shape-relaxed trace serves every later size (the global batch is read dynamically).
@@ -191,18 +201,29 @@ class DistributedTrainer(TrainStep):
 
     def _broadcast_from_first_worker(self) -> None:
         """kavg: every worker starts from worker 0's values (one collective)."""
-        variables = model_float_variables(self.model) + moment_variables(self.optimizer)
+        variables = model_float_variables(self.trained_model) + moment_variables(self.optimizer)
         broadcast_from_first_worker(self.strategy, variables)
 
     # --- public API -------------------------------------------------------------------
 
+    @property
+    def trained_model(self) -> keras.Model:
+        """The model whose trainable variables the optimizer updates: the student, or with
+        distillation the student and its feature projection."""
+        if self.distillation is None:
+            return self.model
+        return self.distillation.trained_model
+
     def checkpoint_items(self) -> dict[str, keras.Model | keras.optimizers.Optimizer | tf.Variable]:
         """Objects for tf.train.Checkpoint(**items): model, optimizer, step_variable."""
-        return {
+        items = {
             "model": self.model,
             "optimizer": self.optimizer,
             "step_variable": self.step_variable,
         }
+        if self.distillation is not None:
+            items.update(self.distillation.checkpoint_items())
+        return items
 
     def distribute(
         self, dataset_fn: Callable[[tf.distribute.InputContext], tf.data.Dataset]

@@ -104,7 +104,7 @@ def train(
         starting_point,
         training_recipe,
     )
-    from actrec.train.training_data import check_training_data
+    from actrec.train.training_data import check_training_data, with_teacher
 
     validate_recipe(recipe)
     data = check_training_data(recipe, prepared_dir)
@@ -115,6 +115,7 @@ def train(
     start = starting_point(recipe, data.info.classes, previous, given_settings)
     recipe = recipe_from_source(recipe, start)
     validate_recipe(recipe)
+    data = with_teacher(data, recipe, previous)  # a flow teacher, checked before any write
     recipe, decision = _decided_batch(
         strategy, requested, recipe, cluster, has_run, data, memory_budget, progress
     )
@@ -124,6 +125,10 @@ def train(
         start_run_folder(
             run_dir, recipe, prepared_dir, data, cluster, has_run, decision, previous, start
         )
+    if data.teacher is not None:
+        progress.message(data.teacher.describe())
+        if data.teacher.note and not has_run:
+            progress.message(data.teacher.note)
     session = _session(
         strategy,
         training_recipe(recipe, start),
@@ -208,7 +213,11 @@ def _session(strategy, recipe, prepared_dir, run_dir, data, cluster, environ, pr
     # The pipeline stops at decoded uint8 crops; flip, resize and scaling run with the model.
     injection = NanInjection(cluster.task_index, environ)  # ACTREC_INJECT_NAN, tests only
     trainer = build_trainer(
-        strategy, recipe, data.info.num_classes, injection.wrap(batch_finisher(data.train_spec))
+        strategy,
+        recipe,
+        data.info.num_classes,
+        injection.wrap(batch_finisher(data.train_spec, data.teacher_spec)),
+        data.teacher,
     )
     divergence = DivergenceGuard(recipe.train)
     clips_decoded = tf.Variable(0, dtype=tf.int64, trainable=False)  # by this process

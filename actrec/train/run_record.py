@@ -18,6 +18,7 @@ def start_run_folder(
     `start` (actrec.train.starting_point.StartingPoint or None)."""
     from actrec.config.files import dump_recipe
     from actrec.train.starting_point import RECORD_KEY
+    from actrec.train.teacher import RECORD_KEY as TEACHER_KEY
 
     run_dir.mkdir(parents=True, exist_ok=True)
     if not has_run:
@@ -40,6 +41,8 @@ def start_run_folder(
         record["worker_changes"] = previous["worker_changes"]
     if start is not None:
         record[RECORD_KEY] = start.to_json()
+    if data.teacher is not None:
+        record[TEACHER_KEY] = data.teacher.to_json()
     if data.validation.held_out:
         record["holdout"] = data.validation.to_json(
             recipe.data.validation_holdout, recipe.runtime.seed

@@ -44,11 +44,19 @@ from typing import TYPE_CHECKING
 
 from actrec.errors import ConfigError
 from actrec.train.averaging import average_round
-from actrec.train.step_statistics import batch_statistics, loss_and_accuracy, per_example_loss
+from actrec.train.step_statistics import (
+    batch_statistics,
+    distillation_statistics,
+    loss_and_accuracy,
+    per_example_loss,
+    statistics_size,
+)
 
 if TYPE_CHECKING:
     import keras
     import tensorflow as tf
+
+    from actrec.train.distillation import Distillation
 
 
 class TrainStep:
@@ -71,6 +79,8 @@ class TrainStep:
     _averaged_variables: list[keras.Variable]
     _train_function: Callable[..., tf.Tensor]  # tf.function(_compiled_train_step)
     _average_function: Callable[[], None]  # tf.function(_compiled_average)
+    distillation: Distillation | None  # a flow teacher (actrec.train.distillation)
+    trained_model: keras.Model  # the model the optimizer trains (student + projection)
 
     @property
     def step(self) -> int:
@@ -127,7 +137,7 @@ class TrainStep:
             context = tf.distribute.get_replica_context()
             reduced = context.all_reduce("SUM", [*gradients, statistics])
             gradients, statistics = reduced[:-1], reduced[-1]
-        self.optimizer.apply(gradients, self.model.trainable_variables)  # 6.
+        self.optimizer.apply(gradients, self.trained_model.trainable_variables)  # 6.
         return statistics
 
     # 4. Gradient accumulation: k micro-batches, one after another --------------------------
@@ -143,20 +153,26 @@ class TrainStep:
         import tensorflow as tf
 
         replicas = 1 if self.local_updates else self.num_replicas_in_sync
-        variables = self.model.trainable_variables
+        variables = self.trained_model.trainable_variables
         replica_batch = tf.shape(labels)[0]
         global_batch = tf.cast(replica_batch * replicas, tf.float32)
         if accumulation_steps == 1:
             return self._micro_batch_gradients(clips, labels, global_batch, 1)
         micro_batch = replica_batch // accumulation_steps
-        micro_clips = tf.reshape(  # [k * b, ...] -> [k, b, ...]
-            clips, tf.concat([[accumulation_steps, micro_batch], tf.shape(clips)[1:]], axis=0)
+        micro_clips = tf.nest.map_structure(  # [k * b, ...] -> [k, b, ...] (and the teacher's)
+            lambda part: tf.reshape(
+                part, tf.concat([[accumulation_steps, micro_batch], tf.shape(part)[1:]], axis=0)
+            ),
+            clips,
         )
         micro_labels = tf.reshape(labels, [accumulation_steps, micro_batch])  # [k, b]
 
         def body(index, gradient_sums, statistics_sum):
             gradients, statistics = self._micro_batch_gradients(
-                micro_clips[index], micro_labels[index], global_batch, accumulation_steps
+                tf.nest.map_structure(lambda part: part[index], micro_clips),
+                micro_labels[index],
+                global_batch,
+                accumulation_steps,
             )
             sums = [
                 total + gradient for total, gradient in zip(gradient_sums, gradients, strict=True)
@@ -166,7 +182,7 @@ class TrainStep:
         initial = (
             tf.constant(0),
             [tf.zeros(variable.shape, variable.dtype) for variable in variables],
-            tf.zeros([3]),
+            tf.zeros([statistics_size(self.distillation is not None)]),
         )
         _, gradients, statistics = tf.while_loop(
             lambda index, *_: index < accumulation_steps, body, initial, parallel_iterations=1
@@ -179,15 +195,23 @@ class TrainStep:
         """(gradients of the global-mean loss share of clips [b, ...], statistics [3])."""
         import tensorflow as tf
 
-        variables = self.model.trainable_variables
+        variables = self.trained_model.trainable_variables
         with tf.GradientTape() as tape:
-            logits = tf.cast(self.model(clips, training=True), tf.float32)  # [b, classes]
             labels = tf.cast(labels, tf.int32)
-            losses = per_example_loss(labels, logits, self.label_smoothing)  # [b]
+            if self.distillation is None:
+                logits = tf.cast(self.model(clips, training=True), tf.float32)  # [b, classes]
+                feature_losses = None
+            else:  # clips: (student's, teacher's); the feature losses [b]
+                logits, feature_losses = self.distillation.logits_and_feature_losses(clips)
+            cross_entropy = per_example_loss(labels, logits, self.label_smoothing)  # [b]
+            losses = cross_entropy
+            if feature_losses is not None:
+                losses = cross_entropy + self.distillation.weight * feature_losses
             loss = tf.reduce_sum(losses) / global_batch
-            if self.model.losses:  # regularisers: counted once over replicas and micro-batches
+            regularisers = self.trained_model.losses
+            if regularisers:  # counted once over replicas and micro-batches
                 replicas = 1 if self.local_updates else self.num_replicas_in_sync
-                loss += tf.add_n(self.model.losses) / float(replicas * accumulation_steps)
+                loss += tf.add_n(regularisers) / float(replicas * accumulation_steps)
             scaled_loss = self.optimizer.scale_loss(loss)
         gradients = tape.gradient(scaled_loss, variables)
         gradients = [
@@ -196,7 +220,12 @@ class TrainStep:
             else tf.convert_to_tensor(gradient)
             for gradient, variable in zip(gradients, variables, strict=True)
         ]
-        return gradients, batch_statistics(labels, logits, losses)
+        statistics = batch_statistics(labels, logits, losses)
+        if feature_losses is not None:
+            statistics = tf.concat(
+                [statistics, distillation_statistics(cross_entropy, feature_losses)], axis=0
+            )
+        return gradients, statistics
 
     # 7. kavg: an averaging round -------------------------------------------------------------
 

@@ -9,8 +9,15 @@ from __future__ import annotations
 
 import math
 
-# Positions in the statistics vector [3] each step / evaluation batch yields.
+# Positions in the statistics vector [3] each step / evaluation batch yields; a distilled
+# step's [5] adds its cross-entropy and feature-loss sums (actrec.train.distillation).
 LOSS_SUM, CORRECT, EXAMPLES = 0, 1, 2
+CROSS_ENTROPY_SUM, FEATURE_LOSS_SUM = 3, 4
+
+
+def statistics_size(distilled: bool) -> int:
+    """The length of a training step's statistics vector."""
+    return 5 if distilled else 3
 
 
 def per_example_loss(labels, logits, label_smoothing: float):
@@ -38,12 +45,26 @@ def batch_statistics(labels, logits, losses):
     return tf.stack([tf.reduce_sum(losses), correct, examples])
 
 
+def distillation_statistics(cross_entropy, feature_losses):
+    """[cross-entropy sum, feature-loss sum] float32 [2] of a distilled batch (each [B])."""
+    import tensorflow as tf
+
+    return tf.stack([tf.reduce_sum(cross_entropy), tf.reduce_sum(feature_losses)])
+
+
 def loss_and_accuracy(statistics) -> dict[str, float]:
-    """{"loss", "accuracy"} of summed statistics [3]; NaN when they hold no example."""
+    """{"loss", "accuracy"} of summed statistics [3] (a distilled step's [5]: also
+    "cross_entropy" and "feature_mse", the unweighted feature loss); NaN when they hold no
+    example."""
     examples = float(statistics[EXAMPLES])
+    names = ["loss", "accuracy"] + (["cross_entropy", "feature_mse"] if len(statistics) > 3 else [])
     if examples <= 0:
-        return {"loss": math.nan, "accuracy": math.nan}
-    return {
+        return dict.fromkeys(names, math.nan)
+    values = {
         "loss": float(statistics[LOSS_SUM]) / examples,
         "accuracy": float(statistics[CORRECT]) / examples,
     }
+    if len(statistics) > 3:
+        values["cross_entropy"] = float(statistics[CROSS_ENTROPY_SUM]) / examples
+        values["feature_mse"] = float(statistics[FEATURE_LOSS_SUM]) / examples
+    return values

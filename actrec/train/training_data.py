@@ -14,6 +14,7 @@ from actrec.errors import ConfigError
 
 if TYPE_CHECKING:
     from actrec.data.input.clip_spec import ClipSpec, DatasetInfo
+    from actrec.train.teacher import Teacher
     from actrec.train.validation import ValidationPlan
 
 
@@ -27,6 +28,8 @@ class TrainingData:
     train_videos: training videos, less the validation hold-out.
     validation: actrec.train.validation.ValidationPlan.
     splits_read: the splits training reads (named when a shard turns out damaged).
+    teacher: a distilled run's flow teacher (actrec.train.teacher.Teacher), else None;
+    teacher_spec: the teacher's clip spec beside train_spec, else None.
     """
 
     info: DatasetInfo
@@ -35,6 +38,8 @@ class TrainingData:
     train_videos: int
     validation: ValidationPlan
     splits_read: list[str]
+    teacher: Teacher | None = None
+    teacher_spec: ClipSpec | None = None
 
 
 def check_training_data(recipe, prepared_dir: Path) -> TrainingData:
@@ -59,3 +64,17 @@ def check_training_data(recipe, prepared_dir: Path) -> TrainingData:
     splits_read = sorted({recipe.data.train_split, validation.split} - {None})
     check_shard_sizes(prepared_dir, splits_read)  # a damaged shard is named before training
     return TrainingData(info, train_spec, eval_spec, train_videos, validation, splits_read)
+
+
+def with_teacher(data: TrainingData, recipe, previous: dict) -> TrainingData:
+    """`data` with the recipe's checked flow teacher (train.distill_from) and its clip spec
+    (actrec.train.teacher); unchanged without distillation. `previous`: the resumed run's
+    run.json ({} for a new run)."""
+    from dataclasses import replace
+
+    from actrec.train.teacher import teacher_clip_spec, teacher_of
+
+    teacher = teacher_of(recipe, data.info, previous)
+    if teacher is None:
+        return data
+    return replace(data, teacher=teacher, teacher_spec=teacher_clip_spec(data.train_spec, teacher))

@@ -35,7 +35,12 @@ SCENARIOS = [
     "name=allreduce-bn,bn=1",
     "name=kavg-adam-bn,sync=kavg,k=2,optimizer=adam,bn=1",
     "name=float16-bn,bn=1,precision=float16,optimizer=adam",
+    # distilled from a frozen teacher of another width (a projection): every sync mode
+    "name=distill,distill=1",
+    "name=distill-kavg-adam,sync=kavg,k=2,optimizer=adam,distill=1,accumulation=2",
+    "name=distill-float16,distill=1,precision=float16,optimizer=adam",
 ]
+DISTILLED = SCENARIOS.index("name=distill,distill=1")
 LAUNCH_TIMEOUT = 240.0
 
 
@@ -70,7 +75,7 @@ def two_workers(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def one_worker(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("one-worker")
-    launch(1, out, "--scenario", SCENARIOS[0])
+    launch(1, out, "--scenario", SCENARIOS[0], "--scenario", SCENARIOS[DISTILLED])
     return out
 
 
@@ -211,6 +216,36 @@ def test_batch_norm_statistics_are_identical_after_synchronize(two_workers):
         np.testing.assert_array_equal(a, b)
     evaluations = [summary(two_workers, "kavg-adam-bn", worker)["evaluation"] for worker in (0, 1)]
     assert evaluations[0] == evaluations[1]
+
+
+def test_a_distilled_student_on_two_workers_equals_one_worker_with_the_double_batch(
+    two_workers, one_worker
+):
+    """The student and its projection (actrec.train.distillation) train on two workers as
+    on one with the double batch; the teacher stays frozen and the projection is
+    checkpointed."""
+    distributed, single = variables(two_workers, "distill", 0), variables(one_worker, "distill", 0)
+    plain = variables(two_workers, "allreduce", 0)
+    assert len(distributed) == len(plain) + 2  # the projection's kernel and bias
+    assert max_relative_difference(distributed, single) <= 1e-5
+    for a, b in zip(distributed, variables(two_workers, "distill", 1), strict=True):
+        np.testing.assert_array_equal(a, b)
+    record, reference = summary(two_workers, "distill", 0), summary(one_worker, "distill", 0)
+    np.testing.assert_allclose(record["losses"], reference["losses"], rtol=1e-5)
+    np.testing.assert_allclose(record["feature_losses"], reference["feature_losses"], rtol=1e-5)
+    assert all(loss > 0 for loss in record["feature_losses"])
+    assert record["feature_losses"][-1] < record["feature_losses"][0]  # it learns the teacher's
+    assert "distill_projection" in record["checkpoint_items"]
+
+
+@pytest.mark.parametrize("name", ["distill-kavg-adam", "distill-float16"])
+def test_distilled_kavg_and_float16_workers_end_identical(two_workers, name):
+    after = [variables(two_workers, name, worker) for worker in (0, 1)]
+    for a, b in zip(*after, strict=True):  # the projection averaged with the student
+        np.testing.assert_array_equal(a, b)
+    for worker in (0, 1):
+        values = summary(two_workers, name, worker)
+        assert np.isfinite(values["losses"]).all() and np.isfinite(values["feature_losses"]).all()
 
 
 def test_a_crashing_worker_stops_the_other_without_hanging(tmp_path):

@@ -47,11 +47,12 @@ from actrec.errors import ConfigError, DatasetError
 __all__ = ["batch_finisher", "build_dataset"]
 
 
-def batch_finisher(spec: ClipSpec):
+def batch_finisher(spec: ClipSpec, teacher_spec: ClipSpec | None = None):
     """The clips float32 [B, T, crop, crop, C] of a finish_on_device batch ((parts, geometry)
     of `build_dataset`) as a function of its inputs (training_clips.finish_batch); run it
-    where the model runs."""
-    return lambda inputs: training_clips.finish_batch(inputs[0], inputs[1], spec)
+    where the model runs. With a distillation teacher_spec: (clips, the teacher's flow
+    clips)."""
+    return lambda inputs: training_clips.finish_batch(inputs[0], inputs[1], spec, teacher_spec)
 
 
 def _pipeline_count(input_context) -> tuple[int, int]:
@@ -75,13 +76,14 @@ def _example_function(videos: list[dict], spec: ClipSpec, training: bool, output
     offsets = tf.constant([video["offset"] for video in videos], tf.int64)
     labels = tf.constant([video["label"] for video in videos], tf.int32)
     counter = outputs["decode_counter"]
+    teacher_spec = outputs["teacher_spec"]
 
     def example(video, random_value):
         path = tf.gather(paths, video)
         header = records.read_header(path, tf.gather(offsets, video))
         if training:
             seed = tf.stack([random_value, tf.constant(0, tf.int64)])  # [2] stateless seed
-            parts, geometry = training_clips.training_crops(path, header, spec, seed)
+            parts, geometry = training_clips.training_crops(path, header, spec, seed, teacher_spec)
             if outputs["finish_on_device"]:
                 clip = (tuple(parts), geometry)
             else:
@@ -105,19 +107,28 @@ def _example_function(videos: list[dict], spec: ClipSpec, training: bool, output
     return tf.autograph.experimental.do_not_convert(example)
 
 
-def _padded_shapes(spec: ClipSpec, side: int, with_video_ids: bool):
-    """padded_batch shapes of finish_on_device elements: every decoded part (a frame's RGB
-    window, or a flow field's crop) padded to side x side."""
+def _padded_parts(spec: ClipSpec, side: int) -> tuple:
+    """padded_batch shapes of one clip's decoded parts (a frame's RGB window, or a flow
+    field's crop), each padded to side x side (RGB: plus the chroma margins)."""
     if spec.modality == "flow":
-        parts = tuple([side, side] for _ in range(2 * spec.num_segments * spec.new_length))
-    else:
-        side += 2 * training_clips.CHROMA_MARGIN
-        parts = tuple([side, side, 3] for _ in range(spec.num_segments))
+        return tuple([side, side] for _ in range(2 * spec.num_segments * spec.new_length))
+    side += 2 * training_clips.CHROMA_MARGIN
+    return tuple([side, side, 3] for _ in range(spec.num_segments))
+
+
+def _padded_shapes(spec: ClipSpec, side: int, with_video_ids: bool, teacher_spec=None):
+    """padded_batch shapes of finish_on_device elements (a distillation teacher's flow
+    parts after the clip's own)."""
+    parts = _padded_parts(spec, side)
+    if teacher_spec is not None:
+        parts += _padded_parts(teacher_spec, side)
     shapes = ((parts, [5]), [])
     return (*shapes, []) if with_video_ids else shapes
 
 
-def _checked_arguments(batch_size, start_example, finish_on_device, training) -> None:
+def _checked_arguments(batch_size, start_example, finish_on_device, training, teacher_spec):
+    if teacher_spec is not None and not finish_on_device:
+        raise ConfigError("teacher_spec (distillation) needs finish_on_device training batches")
     if not isinstance(batch_size, int) or batch_size < 1:
         raise ConfigError(f"batch_size={batch_size!r} is not valid; use a whole number >= 1")
     if isinstance(start_example, bool) or not isinstance(start_example, int) or start_example < 0:
@@ -142,6 +153,7 @@ def build_dataset(
     start_example: int = 0,
     finish_on_device: bool = False,
     decode_counter=None,
+    teacher_spec: ClipSpec | None = None,
 ):
     """A tf.data.Dataset of (clips float32 [B, T, crop, crop, C], labels int32 [B]).
 
@@ -165,11 +177,14 @@ def build_dataset(
         `batch_finisher`: the decoded uint8 parts (a window around the crop per RGB frame,
         the crop of each flow field), each padded to the largest short side of the frames.
     decode_counter: an int64 tf.Variable to add 1 to for every clip decoded.
+    teacher_spec: a distilled run's teacher flow ClipSpec (actrec.train.distillation): each
+        finish_on_device element also holds the teacher's flow parts of the same frames,
+        crop box and flip (`batch_finisher(spec, teacher_spec)` finishes both).
     Raises DatasetError / ConfigError before building when the data cannot give `spec`.
     """
     import tensorflow as tf
 
-    _checked_arguments(batch_size, start_example, finish_on_device, training)
+    _checked_arguments(batch_size, start_example, finish_on_device, training, teacher_spec)
     prepared_dir = Path(prepared_dir)
     info = dataset_info(prepared_dir)
     check_clip_spec(info, spec)
@@ -210,6 +225,7 @@ def build_dataset(
                 "finish_on_device": finish_on_device,
                 "with_video_ids": with_video_ids,
                 "decode_counter": decode_counter,
+                "teacher_spec": teacher_spec,
             },
         ),
         num_parallel_calls=tf.data.AUTOTUNE,
@@ -218,7 +234,7 @@ def build_dataset(
         side = int(info.largest_short_side or spec.crop_size)
         batches = examples.padded_batch(
             batch_size,
-            padded_shapes=_padded_shapes(spec, side, with_video_ids),
+            padded_shapes=_padded_shapes(spec, side, with_video_ids, teacher_spec),
             drop_remainder=drop_remainder,
         )
     else:

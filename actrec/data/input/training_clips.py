@@ -120,10 +120,30 @@ def finish_crops(crops, mirrored, spec):
     return augment.normalize_rgb(clip, spec.normalization)
 
 
-def training_crops(path, header: dict, spec, seed):
+def teacher_flow_parts(path, header: dict, starts, box, teacher_spec) -> list:
+    """The flow crops a distillation teacher sees beside an RGB training clip
+    (actrec.train.distillation): for each of the student's frames (starts int32 [S]) the
+    stack of teacher_spec.new_length flow fields from that frame on (moved back where the
+    video ends), decoded in the student's crop box: 2 S L uint8 [h, w], as `decoded_parts`
+    gives flow."""
+    tf = _tf()
+    num_flow = tf.cast(header["num_frames"] - 1, tf.int32)  # flow t: frames t and t + 1
+    last_start = tf.maximum(num_flow - teacher_spec.new_length, 0)
+    flow_starts = tf.minimum(tf.cast(starts, tf.int32), last_start)  # [S]
+    frame_size = (header["height"], header["width"])
+    jpegs = clip_jpegs(path, header, flow_starts, teacher_spec)
+    parts, _ = decoded_parts(jpegs, box, teacher_spec, frame_size)
+    return parts
+
+
+def training_crops(path, header: dict, spec, seed, teacher_spec=None):
     """(parts, geometry) of one training example: the `decoded_parts` of its frames and
     int32 [5] (top, left, height, width, mirrored): where its crop box lies in each part,
-    and its random flip. `finish_example` (or `finish_batch`) makes the clip."""
+    and its random flip. `finish_example` (or `finish_batch`) makes the clip.
+
+    teacher_spec: a distilled run's flow ClipSpec (actrec.train.distillation): the parts
+    are then followed by the `teacher_flow_parts` of the same frames, crop box and flip,
+    read in the same pass (finish with `finish_batch(..., teacher_spec)`)."""
     tf = _tf()
     sample_seed, crop_seed, flip_seed = sampling.split_seed(seed, 3)
     is_flow = spec.modality == "flow"
@@ -141,6 +161,8 @@ def training_crops(path, header: dict, spec, seed):
     )  # (top, left, h, w)
     frame_size = (header["height"], header["width"])
     parts, corner = decoded_parts(clip_jpegs(path, header, starts, spec), box, spec, frame_size)
+    if teacher_spec is not None:
+        parts = [*parts, *teacher_flow_parts(path, header, starts, box, teacher_spec)]
     mirrored = sampling.uniform_unit([], flip_seed) < 0.5
     if not spec.flip:
         mirrored = tf.constant(False)
@@ -154,11 +176,21 @@ def finish_example(parts, geometry, spec):
     return finish_crops(crops, geometry[4] > 0, spec)
 
 
-def finish_batch(parts, geometry, spec):
+def finish_batch(parts, geometry, spec, teacher_spec=None):
     """Training clips float32 [B, S, crop, crop, C] from a batch of `training_crops`: parts
-    padded and batched, each [B, ...], geometry int32 [B, 5]."""
+    padded and batched, each [B, ...], geometry int32 [B, 5].
+
+    teacher_spec (a distilled run): (student clips as above, the teacher's flow clips
+    float32 [B, S, crop', crop', 2L] at its own crop size, mirrored with the student's)."""
     tf = _tf()
-    stacked = tf.stack(list(parts), axis=1)  # [B, S, H', W', 3] or [B, 2SL, H', W']
+    parts = list(parts)
+    if teacher_spec is not None:
+        student, teacher = parts[: spec.num_segments], parts[spec.num_segments :]
+        return (
+            finish_batch(student, geometry, spec),
+            finish_batch(teacher, geometry, teacher_spec),
+        )
+    stacked = tf.stack(parts, axis=1)  # [B, S, H', W', 3] or [B, 2SL, H', W']
 
     def one(example):
         crops = crops_of_parts(example[0], example[1], spec)
