@@ -85,12 +85,11 @@ def recipes_table(recipes_to_list) -> Table:
         data, model, train = recipe.data, recipe.model, recipe.train
         modality = data.modality if data.modality == "rgb" else f"flow×{data.new_length}"
         sync = train.sync if train.sync == "allreduce" else f"kavg K={train.kavg_steps}"
-        if train.distill_from is not None:  # MARS: the flow teacher's folder
-            sync += f"\nfrom flow\n{train.distill_from}"
         reference = recipe.reference.splitlines()[0] if recipe.reference else ""
         table.add_row(
             f"[bold]{recipe.name}[/]\n[dim]{reference}[/]",
-            f"{model.architecture}/{model.backbone}\n{modality} T={data.num_segments}",
+            f"{model.architecture}/{model.backbone}\n{modality} T={data.num_segments}"
+            + ("\nMARS: from flow" if train.distill_from is not None else ""),
             f"batch {batch_schedule_summary(train)}\nlr {learning_rate_summary(train)}\n"
             f"{train.epochs} epochs",
             sync,

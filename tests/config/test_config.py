@@ -40,6 +40,8 @@ EXPECTED_RECIPES = {
     "synthetic-rgb",
     "synthetic-tsm",
     "synthetic-tsm-online",
+    "synthetic-tsm-mars",
+    "synthetic-tsm-online-mars",
     "synthetic-flow",
 }
 UCF101_SPLIT1_TRAIN_VIDEOS = 9537

@@ -233,3 +233,18 @@ def test_data_without_flow_or_with_another_method_than_the_teachers_is_refused(t
     other = _with_manifest_flow(tiny_runs["prepared"], tmp_path / "tvl1", "tvl1")
     _refused(_student(tiny_runs["flow"]), other, tmp_path / "b", DatasetError,
              r"learned from 'dis' optical flow, and .*tvl1.* holds 'tvl1' flow")  # fmt: skip
+
+
+def test_a_teacher_of_other_classes_gives_features_only(tiny_runs, tmp_path):
+    """A teacher trained on other classes (a converted Kinetics flow model, say) is allowed
+    with a note for its features, and refused for its class scores."""
+    prepared = tmp_path / "renamed"
+    shutil.copytree(tiny_runs["prepared"], prepared)
+    manifest = json.loads((prepared / "manifest.json").read_text())
+    manifest["classes"] = [*manifest["classes"][:-1], "SomethingElse"]
+    (prepared / "manifest.json").write_text(json.dumps(manifest))
+    info = dataset_info(prepared)
+    teacher = teacher_of(_student(tiny_runs["flow"]), info, {})
+    assert "trained on other classes (8) than the data's (8): only its features" in teacher.note
+    with pytest.raises(ConfigError, match="distill_features=logits matches the teacher's class"):
+        teacher_of(_student(tiny_runs["flow"], "train.distill_features=logits"), info, {})
