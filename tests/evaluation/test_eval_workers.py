@@ -161,39 +161,19 @@ class _Recorded:
         pass
 
 
-def test_a_killed_evaluation_resumes_from_its_parts_on_another_number_of_workers(
+def test_a_missing_worker_is_named_and_a_killed_evaluation_resumes_on_one_worker(
     runs, one_worker, tmp_path
 ):
-    out = tmp_path / "eval"
-    second_of_two = ClusterInfo(2, 1, False, "test")
-    # Worker 1 of 2 (parts 1, 3, 5, 7 of 8: one video each) stops after two of its videos.
-    with pytest.raises(KeyboardInterrupt):
-        evaluate_run(
-            runs["rgb"], PROTOCOL, out_dir=out, view_batch=6, cluster=second_of_two,
-            progress=_Recorded(stop_after=2),
-        )  # fmt: skip
-    (folder,) = (out / PARTS_DIR).iterdir()
-    assert sorted(path.name[:10] for path in folder.glob("part-*")) == ["part-00001", "part-00003"]
-    assert not (out / RESULTS_FILE).exists()
-    # Started again on one worker: the two saved parts are taken as they are.
-    progress = _Recorded()
-    evaluation = evaluate_run(runs["rgb"], PROTOCOL, out_dir=out, progress=progress)
-    assert any("reusing 2 of the 8 parts" in message for message in progress.messages)
-    assert progress.videos == 8 and progress.views == 6 * PROTOCOL.num_views
-    assert evaluation.results["workers"] == 1
-    assert_same_evaluation(out, one_worker["rgb"])
+    """The chief of two whose peer never starts names it within --wait-timeout; the peer,
+    started then, is killed after two of its four videos; the same evaluation on one worker
+    then scores only the two videos no part holds and writes the one-worker results."""
+    from actrec_cli.main import main
 
-
-def test_a_missing_worker_is_named_and_its_share_then_completes_the_evaluation(
-    runs, one_worker, tmp_path
-):
     out = tmp_path / "eval"
     workers = ["localhost:1", "localhost:2"]  # never contacted: evaluation opens no port
     tf_config = {"cluster": {"worker": workers}, "task": {"type": "worker", "index": 0}}
-    from actrec_cli.main import main
-
-    started = time.monotonic()
     options = f"--protocol tsm-8x3 --clips 2 --batch-size {VIEW_BATCH} --wait-timeout 1"
+    started = time.monotonic()
     result = CliRunner().invoke(
         main,
         ["eval", str(runs["rgb"]), "--out", str(out), *options.split()],
@@ -204,12 +184,21 @@ def test_a_missing_worker_is_named_and_its_share_then_completes_the_evaluation(
     text = " ".join(result.output.split())
     assert "worker 1 of 2 (parts 1, 3, 5, 7 of 8)" in text and "--wait-timeout" in text
     assert not (out / RESULTS_FILE).exists()
-    # The missing worker does its share and leaves; the chief, run again, scores nothing.
+    # Worker 1 of 2 (parts 1, 3, 5, 7: one video each) stops after two of its videos.
     second_of_two = ClusterInfo(2, 1, False, "test")
-    second = evaluate_run(runs["rgb"], PROTOCOL, out_dir=out, cluster=second_of_two)
-    assert second is None and not (out / RESULTS_FILE).exists()
+    with pytest.raises(KeyboardInterrupt):
+        evaluate_run(
+            runs["rgb"], PROTOCOL, out_dir=out, view_batch=6, cluster=second_of_two,
+            progress=_Recorded(stop_after=2),
+        )  # fmt: skip
+    (folder,) = (out / PARTS_DIR).iterdir()
+    saved = sorted(path.name[5:10] for path in folder.glob("part-*"))
+    assert saved == ["00000", "00001", "00002", "00003", "00004", "00006"]
+    assert not (out / RESULTS_FILE).exists()
+    # The same evaluation on one worker takes the saved parts as they are.
     progress = _Recorded()
-    chief = ClusterInfo(2, 0, True, "test")
-    evaluate_run(runs["rgb"], PROTOCOL, out_dir=out, cluster=chief, progress=progress)
-    assert progress.views == 0 and any("reusing 4 of the 4" in m for m in progress.messages)
+    evaluation = evaluate_run(runs["rgb"], PROTOCOL, out_dir=out, progress=progress)
+    assert any("reusing 6 of the 8 parts" in message for message in progress.messages)
+    assert progress.videos == 8 and progress.views == 2 * PROTOCOL.num_views
+    assert evaluation.results["workers"] == 1
     assert_same_evaluation(out, one_worker["rgb"])
