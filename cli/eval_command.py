@@ -47,6 +47,23 @@ from actrec_cli.options import checkpoint_option, score_average_option
     "best); for --fuse, fused-A-B beside the first stream's].",
 )
 @checkpoint_option
+@click.option(
+    "--wait-timeout",
+    "wait_seconds",
+    type=click.FloatRange(min=0, min_open=True),
+    default=600,
+    show_default=True,
+    help="On several workers (`actrec launch`, TF_CONFIG, Slurm): seconds the chief waits "
+    "for another worker's next part of the scores before it stops, naming that worker "
+    "(exit 75; the same command again resumes from the saved parts).",
+)
+@click.option(
+    "--resume",
+    is_flag=True,
+    hidden=True,
+    help="Accepted for `actrec launch --restarts`: an evaluation always resumes from its "
+    "saved parts.",
+)
 def eval_command(
     run_dir,
     data_dir,
@@ -62,9 +79,16 @@ def eval_command(
     view_batch,
     out_dir,
     checkpoint,
+    wait_seconds,
+    resume,
 ):
     """Evaluate RUN (or --fuse two streams) under a test protocol: top-1, top-5 and mean class
-    accuracy, per-class CSV, confusion matrix PNG and per-video scores."""
+    accuracy, per-class CSV, confusion matrix PNG and per-video scores.
+
+    Under `actrec launch -n N`, TF_CONFIG or Slurm the videos are shared by the workers and
+    the chief (worker 0) writes and prints the results; a killed evaluation resumes from
+    the parts of the scores it saved (docs/cluster.md)."""
+    from actrec.cluster.strategy import cluster_from_environment
     from actrec.errors import ConfigError
     from actrec.evaluation.evaluate import evaluate_run, fuse_evaluations
     from actrec.evaluation.protocols import resolve_protocol
@@ -76,21 +100,24 @@ def eval_command(
     protocol = resolve_protocol(protocol_name, segments, clips, int(crops) if crops else None)
     if force and not fuse:
         raise ConfigError("--force applies to --fuse (a single RUN is always evaluated)")
+    is_chief = cluster_from_environment().is_chief  # a bad TF_CONFIG fails here
     options = {
         "data_dir": data_dir,
         "split": split,
         "view_batch": view_batch,
         "checkpoint": checkpoint,
         "average": average,
+        "wait_seconds": wait_seconds,
     }
     if fuse:
         streams = [stream_evaluation(source, protocol, options, force) for source in fuse]
-        evaluations = [*streams, fuse_evaluations(streams, weights, out_dir)]
+        evaluations = [*streams, fuse_evaluations(streams, weights, out_dir)] if is_chief else []
     else:
         import_tensorflow_quietly()
-        evaluations = [
-            evaluate_run(
-                run_dir, protocol, out_dir=out_dir, progress=progress_for("videos"), **options
-            )
-        ]
+        evaluation = evaluate_run(
+            run_dir, protocol, out_dir=out_dir, progress=progress_for("videos"), **options
+        )
+        evaluations = [evaluation] if is_chief else []
+    if not evaluations:
+        return  # another worker's share is saved; the chief prints the results
     print_evaluations(evaluations, protocol.name, split)

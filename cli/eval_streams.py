@@ -17,7 +17,8 @@ def is_run_directory(path: Path) -> bool:
 def stream_evaluation(source: Path, protocol, options: dict, force: bool):
     """A run directory is evaluated (unless its evaluation under the same protocol, split,
     view average, data and weights is already saved and not `force`); an eval folder or
-    scores.npz is loaded as saved."""
+    scores.npz is loaded as saved. A run directory evaluated on a worker other than the
+    chief gives None (its share of the scores is saved; the chief writes the results)."""
     from actrec.errors import ConfigError
     from actrec.evaluation.evaluate import evaluate_run, load_evaluation, saved_run_evaluation
     from actrec.evaluation.scores import SCORES_FILE

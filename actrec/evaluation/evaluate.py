@@ -1,6 +1,7 @@
 """`actrec eval` as a library: evaluate a trained run under a protocol, and fuse streams.
 
 evaluate_run      run + prepared data + protocol -> scores, metrics, RUN/eval/SPLIT-PROTOCOL/
+                  (on one worker or several: actrec.evaluation.parts)
 load_evaluation   a saved evaluation (its scores.npz and results.json) as a stream to fuse
 saved_run_evaluation  a run's evaluation already on disk for the same protocol, or None
 fuse_evaluations  streams' scores -> weighted fusion, its metrics and files
@@ -14,18 +15,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from actrec.cluster.strategy import ClusterInfo, cluster_from_environment
 from actrec.errors import ConfigError, DatasetError
 from actrec.evaluation.metrics import Metrics, classification_metrics
+from actrec.evaluation.parts import DEFAULT_WAIT_SECONDS, evaluation_parts, wait_for_parts
 from actrec.evaluation.protocols import Protocol
 from actrec.evaluation.reports import RESULTS_FILE, write_evaluation
 from actrec.evaluation.reuse import evaluation_request, saved_evaluation_folder
 from actrec.evaluation.scores import (
     SCORES_FILE,
     VideoScores,
-    compute_video_scores,
     fuse_video_scores,
     load_video_scores,
 )
+from actrec.evaluation.share import ShareInputs, score_share
 from actrec.progress import NullProgress, Progress
 
 EVAL_DIR = "eval"
@@ -119,7 +122,9 @@ def evaluate_run(
     progress: Progress | None = None,
     checkpoint: str = "final",
     average: str = "logits",
-) -> Evaluation:
+    cluster: ClusterInfo | None = None,
+    wait_seconds: float = DEFAULT_WAIT_SECONDS,
+) -> Evaluation | None:
     """Evaluate the finished run in `run_dir` on `split` of the prepared data (default: the
     data it was trained on) under `protocol`; writes the files of
     actrec.evaluation.reports into out_dir (default RUN/eval/SPLIT-PROTOCOL, with "-best"
@@ -131,16 +136,24 @@ def evaluate_run(
     DatasetError naming it and the fix (actrec.data.format.integrity).
     average: what is averaged over a video's views, "logits" (the official TSN / TSM
         evaluation) or "softmax" (actrec.evaluation.scores).
+    cluster: this process's place among the workers sharing the evaluation (default: from
+        TF_CONFIG / Slurm, actrec.cluster.strategy). The videos are scored in parts, saved
+        as they finish (actrec.evaluation.parts): a worker scores its share and returns
+        None; the chief (worker 0, and a lone worker) waits for every part (up to
+        wait_seconds without a new one, then a WorkerLostError naming the missing
+        workers), writes the evaluation and returns it. Parts saved by an earlier attempt,
+        on any number of workers, are not scored again.
     """
     import numpy as np
 
     from actrec.data.format.integrity import check_shard_sizes
     from actrec.data.input.clip_spec import clip_spec, dataset_info
-    from actrec.data.input.views import ViewSpec, build_view_dataset
+    from actrec.data.input.views import ViewSpec
     from actrec.runs.trained import build_trained_model, load_trained_run, resolve_data_dir
 
     started = time.monotonic()
     progress = progress or NullProgress()
+    cluster = cluster or cluster_from_environment()
     run = load_trained_run(run_dir, checkpoint)
     data_dir = resolve_data_dir(run, data_dir)
     info = dataset_info(data_dir)
@@ -150,19 +163,35 @@ def evaluate_run(
     num_segments = protocol.num_segments or run.recipe.data.num_segments
     clip = replace(clip_spec(run.recipe, training=False), num_segments=num_segments)
     spec = ViewSpec(clip, protocol.num_clips, protocol.num_crops)
-    views = build_view_dataset(data_dir, split, spec, view_batch)
-    model = build_trained_model(run, num_segments)
-    progress.start(f"evaluating {run.name} ({protocol.name}, {split})", num_videos)
-    try:
-        scores = _scores_or_data_error(
-            data_dir,
-            split,
-            lambda: compute_video_scores(
-                model, views, num_videos, run.classes, spec.num_views, progress, average
-            ),
+    out_dir = (
+        Path(out_dir)
+        if out_dir is not None
+        else default_eval_dir(run.run_dir, split, protocol, checkpoint)
+    )
+    request = evaluation_request(run, protocol, data_dir, split, average)
+    parts = evaluation_parts(out_dir, request, num_videos)
+    inputs = ShareInputs(data_dir, split, spec, view_batch, tuple(run.classes), average)
+    _scores_or_data_error(
+        data_dir,
+        split,
+        lambda: score_share(
+            lambda: build_trained_model(run, num_segments),
+            inputs,
+            parts,
+            cluster,
+            request,
+            progress,
+            f"evaluating {run.name} ({protocol.name}, {split})",
+        ),
+    )
+    if not cluster.is_chief:
+        progress.message(
+            f"{run.name}: this worker's share is saved in {parts.folder}; the chief "
+            "(worker 0) writes the results"
         )
-    finally:
-        progress.finish()
+        return None
+    wait_for_parts(parts, cluster.num_workers, wait_seconds, progress)
+    scores = parts.merged()
     if run_labels is not None:
         progress.message(
             f"{data_dir} holds the classes of {run.name} in another order: its labels are "
@@ -175,18 +204,15 @@ def evaluate_run(
         "name": run.name,
         "run": str(Path(run_dir).resolve()),
         "modality": run.modality,
-        **evaluation_request(run, protocol, data_dir, split, average),
+        **request,
         "protocol_description": protocol.description,
         "checkpoint": checkpoint,
         "views_per_video": spec.num_views,
+        "workers": cluster.num_workers,
         "seconds": round(time.monotonic() - started, 3),
     }
-    out_dir = (
-        Path(out_dir)
-        if out_dir is not None
-        else default_eval_dir(run.run_dir, split, protocol, checkpoint)
-    )
     files = write_evaluation(out_dir, scores, metrics, results)
+    parts.remove()
     return Evaluation(run.name, scores, metrics, out_dir, results, files)
 
 

@@ -14,7 +14,7 @@ softmax); it is what `actrec eval --fuse` combines without re-running models.
 from __future__ import annotations
 
 import io
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -65,6 +65,9 @@ def compute_video_scores(
     views_per_video: int,
     progress: Progress | None = None,
     average: str = "logits",
+    *,
+    parts: Sequence[range] = (),
+    save_part: Callable[[int, VideoScores], None] | None = None,
 ) -> VideoScores:
     """Average model(view) ("logits") or softmax(model(view)) ("softmax") over every view of
     every video.
@@ -73,6 +76,8 @@ def compute_video_scores(
         from `actrec.data.input.views.build_view_dataset`.
     num_videos: N, the videos of the split (positions are 0 .. N-1).
     views_per_video: V; every video must get exactly V views. Progress counts videos done.
+    parts: ranges of positions; save_part(i, scores of parts[i]'s videos) is called as soon
+        as every video of parts[i] has its V views (actrec.evaluation.parts saves them).
     """
     import tensorflow as tf
 
@@ -95,6 +100,18 @@ def compute_video_scores(
     labels = np.full(num_videos, -1, np.int64)
     video_ids = [""] * num_videos
     done = 0
+
+    def scores_of(rows: slice) -> VideoScores:
+        return VideoScores(
+            video_ids=tuple(video_ids[rows]),
+            labels=labels[rows],
+            scores=sums[rows] / counts[rows, None],
+            classes=tuple(classes),
+            num_views=counts[rows],
+            average=average,
+        )
+
+    unsaved = list(range(len(parts))) if save_part is not None else []
     for batch, batch_labels, positions, ids in views:
         positions = positions.numpy()
         if positions.max(initial=-1) >= num_videos:
@@ -109,6 +126,10 @@ def compute_video_scores(
         for position, video_id in zip(positions, ids.numpy(), strict=True):
             video_ids[position] = video_id.decode("utf-8")
         finished = int(np.count_nonzero(counts == views_per_video))
+        complete = [index for index in unsaved if _complete(counts, parts[index], views_per_video)]
+        for index in complete:
+            unsaved.remove(index)
+            save_part(index, scores_of(slice(parts[index].start, parts[index].stop)))
         progress.advance(finished - done, views=len(positions))
         done = finished
     if not np.all(counts == views_per_video):
@@ -117,14 +138,11 @@ def compute_video_scores(
             f"videos did not get their {views_per_video} views; run `actrec inspect` on the "
             "prepared folder"
         )
-    return VideoScores(
-        video_ids=tuple(video_ids),
-        labels=labels,
-        scores=sums / counts[:, None],
-        classes=tuple(classes),
-        num_views=counts,
-        average=average,
-    )
+    return scores_of(slice(None))
+
+
+def _complete(counts: np.ndarray, rows: range, views_per_video: int) -> bool:
+    return bool(np.all(counts[rows.start : rows.stop] == views_per_video))
 
 
 def save_video_scores(scores: VideoScores, path: Path) -> None:
@@ -204,5 +222,18 @@ def fuse_video_scores(
         scores=fuse_scores(aligned, weights),
         classes=first.classes,
         num_views=first.num_views,
+        average=first.average,
+    )
+
+
+def concatenate_video_scores(pieces: Sequence[VideoScores]) -> VideoScores:
+    """The rows of `pieces` one after another (the parts of one evaluation, in order)."""
+    first = pieces[0]
+    return VideoScores(
+        video_ids=tuple(video for piece in pieces for video in piece.video_ids),
+        labels=np.concatenate([piece.labels for piece in pieces]),
+        scores=np.concatenate([piece.scores for piece in pieces]),
+        classes=first.classes,
+        num_views=np.concatenate([piece.num_views for piece in pieces]),
         average=first.average,
     )

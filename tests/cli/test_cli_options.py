@@ -41,6 +41,7 @@ OUT_OF_RANGE = [
     (["eval", "RUN", "--clips", "-1"], "--clips"),
     (["eval", "RUN", "--crops", "5"], "--crops"),
     (["eval", "RUN", "--batch-size", "0"], "--batch-size"),
+    (["eval", "RUN", "--wait-timeout", "0"], "--wait-timeout"),
     (["eval", "--fuse", "A", "B", "--weights", "1,-1"], "--weights"),
     (["eval", "--fuse", "A", "B", "--weights", "0,0"], "--weights"),
     (["eval", "--fuse", "A", "B", "--weights", "1,nan"], "--weights"),

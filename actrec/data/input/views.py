@@ -17,6 +17,7 @@ centre crop is exactly the evaluation clip of `actrec.data.input.pipeline.build_
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -107,13 +108,20 @@ def _video_views_function(spec: ViewSpec):
 
 
 def build_view_dataset(
-    prepared_dir: Path | str, split: str, spec: ViewSpec, batch_size: int, parallel_videos: int = 4
+    prepared_dir: Path | str,
+    split: str,
+    spec: ViewSpec,
+    batch_size: int,
+    parallel_videos: int = 4,
+    videos: Sequence[int] | None = None,
 ):
     """A tf.data.Dataset of (views [B, T, crop, crop, C], labels [B], positions [B],
     video_ids [B]) over every video of `split`, in the split's order (see module doc).
 
     batch_size: views per batch (the chunk the model sees at once).
     parallel_videos: videos decoded side by side.
+    videos: only these videos (their places in the split), in this order; `positions`
+        then count them 0, 1, ... (a worker's share of an evaluation).
     """
     import tensorflow as tf
 
@@ -121,7 +129,8 @@ def build_view_dataset(
         raise ConfigError(f"batch_size={batch_size!r} is not valid; use a whole number >= 1")
     prepared_dir = Path(prepared_dir)
     check_clip_spec(dataset_info(prepared_dir), spec.clip)
-    videos = split_videos(prepared_dir, read_manifest(prepared_dir), split)
+    located_videos = split_videos(prepared_dir, read_manifest(prepared_dir), split)
+    videos = located_videos if videos is None else [located_videos[index] for index in videos]
     located = tf.data.Dataset.from_tensor_slices(
         (
             tf.range(len(videos), dtype=tf.int64),
