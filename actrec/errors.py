@@ -73,3 +73,8 @@ class WorkerLostError(ActrecError):
     """A multi-worker run lost a worker; every worker must restart with --resume."""
 
     exit_code = RESTART_EXIT_CODE
+
+
+class ClusterError(ActrecError):
+    """A cluster that should run the work (`actrec prepare --executor ray`) cannot: it cannot
+    be reached, Ray is not installed, or a node lacks the dataset or actrec's versions."""

@@ -20,8 +20,11 @@ class ActrecGroup(click.Group):
             return super().invoke(ctx)
         except ActrecError as error:
             from actrec_cli.console import error_console
+            from rich.markup import escape
 
-            error_console().print(f"[bold red]error:[/] {error}", highlight=False, soft_wrap=True)
+            # escape: a message's own brackets (pip install "actrec[ray]") are not markup
+            message = escape(str(error))
+            error_console().print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
             sys.exit(getattr(error, "exit_code", 1))
         except KeyboardInterrupt:
             click.echo("interrupted; re-run the same command to resume", err=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from contextlib import ExitStack
 from pathlib import Path
 
 import click
@@ -11,6 +12,7 @@ from actrec_cli.prepare_options import (
     default_out,
     default_root,
     encoding_options,
+    executor_options,
     folder_split_options,
 )
 from actrec_cli.prepare_report import (
@@ -53,6 +55,7 @@ DATASETS_HELP = "\b\n" + "\n".join(
 )
 @click.option("--split", help="Official split: 1, 2 or 3 for ucf101 / hmdb51 [default: 1].")
 @encoding_options
+@executor_options
 @folder_split_options
 @click.option(
     "--dry-run",
@@ -72,6 +75,8 @@ def prepare(
     jpeg_quality,
     min_frames,
     shard_size_mb,
+    executor,
+    address,
     seed,
     val_fraction,
     test_fraction,
@@ -96,6 +101,8 @@ def prepare(
         shard_size_mb=shard_size_mb,
     )
     validate_settings(settings)
+    if address is not None and executor != "ray":
+        raise click.UsageError("--address is for --executor ray")
     import_tensorflow_quietly()
     if dataset == "synthetic" and not dry_run:
         generate_synthetic_if_missing(root)
@@ -111,12 +118,20 @@ def prepare(
         print_dry_run(dry_run_listing(listing), listing.dataset)
         return
     print_warnings(listing.warnings)
-    summary = prepare_dataset(
-        listing,
-        out_dir,
-        settings,
-        workers=workers or os.cpu_count() or 1,
-        progress=progress_for("videos"),
-        root=root.resolve(),
-    )
+    workers = workers or os.cpu_count() or 1
+    with ExitStack() as stack:
+        pool = None
+        if executor == "ray":
+            from actrec.data.prepare.ray_executor import RayExecutor
+
+            pool = stack.enter_context(RayExecutor(address, workers))
+        summary = prepare_dataset(
+            listing,
+            out_dir,
+            settings,
+            workers=workers,
+            progress=progress_for("videos"),
+            root=root.resolve(),
+            executor=pool,
+        )
     print_summary(summary)

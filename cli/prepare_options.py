@@ -1,5 +1,6 @@
 """The datasets and option defaults of `actrec prepare`, and its option groups: how videos
-are encoded (by how many processes), and the stratified split of a folder."""
+are encoded (by how many processes, on this machine or a Ray cluster), and the stratified
+split of a folder."""
 
 from __future__ import annotations
 
@@ -68,6 +69,23 @@ encoding_options = option_group(
     ),
 )
 """--flow, --size, --fps, --workers, --jpeg-quality, --min-frames and --shard-size-mb."""
+
+executor_options = option_group(
+    click.option(
+        "--executor",
+        type=click.Choice(["local", "ray"]),
+        default="local",
+        show_default=True,
+        help="Where videos are encoded: this machine's processes, or Ray tasks "
+        '(pip install "actrec[ray]"; docs/cluster.md). The output is the same bytes.',
+    ),
+    click.option(
+        "--address",
+        help="With --executor ray: the Ray cluster's head, HOST:PORT (or auto on a node of "
+        "it) [default: start Ray on this machine with --workers CPUs].",
+    ),
+)
+"""--executor and --address."""
 
 folder_split_options = option_group(
     click.option(

@@ -130,6 +130,7 @@ LONGEST_MODULES = (
     "test_tflite_export",
     "test_export_formats",
     "test_training_resilience",
+    "test_prepare_ray",  # a two-node Ray cluster: 68 s serially on AVX-512 (issue 40)
     "test_eval_workers",
 )
 """The modules whose tests outside the synthetic-set groups take a minute or more

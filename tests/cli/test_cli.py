@@ -101,6 +101,7 @@ OPTIONAL_DISTRIBUTION_OF_MODULE = {
     "onnx": ("onnx", "onnx"),
     "onnxruntime": ("onnx", "onnxruntime"),
     "ai_edge_litert": ("litert", "ai-edge-litert"),
+    "ray": ("ray", "ray"),
 }
 """Imports of an optional extra: module -> (extra, distribution). Imported inside the
 functions that need them only, so that everything else runs without the extra."""

@@ -27,6 +27,7 @@ from actrec.atomic import TEMPORARY_SUFFIX, read_json_lines, write_json_atomic
 from actrec.data.format.manifest import count_by_reason, read_manifest
 from actrec.data.prepare.encode_video import PrepareSettings
 from actrec.data.prepare.finish import PrepareSummary, finish_preparation, summarize_manifest
+from actrec.data.prepare.parallel import Executor, LocalPool
 from actrec.data.prepare.plan import (
     PARTIAL_DIR,
     PLAN_FILE,
@@ -37,17 +38,34 @@ from actrec.data.prepare.plan import (
     validate_settings,
 )
 from actrec.data.prepare.split import prepare_split
-from actrec.data.sources.base import DatasetListing
+from actrec.data.sources.base import DatasetListing, VideoEntry
 from actrec.errors import DatasetError
 from actrec.progress import NullProgress, Progress
 
 __all__ = ["prepare_dataset"]
+
+NODE_CHECK_VIDEOS = 3
+"""How many of the listed videos every encoding machine must read before the run starts."""
 
 
 def _remove_stale_temporaries(out_dir: Path) -> None:
     """Delete temporary files left by a killed run (they never carry a final name)."""
     for path in out_dir.glob(f".*{TEMPORARY_SUFFIX}"):
         path.unlink(missing_ok=True)
+
+
+def readable_samples(entries: tuple[VideoEntry, ...], count: int = NODE_CHECK_VIDEOS) -> list[str]:
+    """Up to `count` listed videos this machine reads, spread over the list: a node that
+    cannot read them does not see the dataset (some listed videos may be missing anywhere:
+    Kinetics, docs/architecture.md §3)."""
+    stretch = max(1, -(-len(entries) // count))
+    found = []
+    for start in range(0, len(entries), stretch):  # the first file found in each stretch:
+        for entry in entries[start : start + stretch]:  # no stat of every video (NFS)
+            if os.path.isfile(entry.path):
+                found.append(str(entry.path))
+                break
+    return found
 
 
 def prepare_dataset(
@@ -57,12 +75,16 @@ def prepare_dataset(
     workers: int | None = None,
     progress: Progress | None = None,
     root: Path | str | None = None,
+    executor: Executor | None = None,
 ) -> PrepareSummary:
     """Prepare every video of `listing` into shards in `out_dir` (resuming if interrupted).
 
     Raises ConfigError / OutputError before writing anything when settings or the output
     folder are unusable. An existing complete output with the same plan is verified (shard
-    sizes and SHA-256) and only its damaged shards are re-made (actrec.data.prepare.repair).
+    sizes and SHA-256) and only its damaged shards are re-made (actrec.data.prepare.repair),
+    on this machine. `executor` encodes the videos (default: `workers` local processes); it
+    checks first that its machines read the dataset (ClusterError, before anything is
+    written).
     """
     progress = progress or NullProgress()
     settings = settings or PrepareSettings()
@@ -87,6 +109,8 @@ def prepare_dataset(
         summary.repaired_shards, summary.repaired_videos = repaired.shards, repaired.videos
         summary.ignored_by_reason = count_by_reason(ignored)
         return summary
+    executor = executor or LocalPool(workers)
+    executor.check_nodes(readable_samples(listing.entries))
     partial = out_dir / PARTIAL_DIR
     partial.mkdir(parents=True, exist_ok=True)
     if status == "new":
@@ -101,7 +125,7 @@ def prepare_dataset(
     progress.start(f"preparing {listing.dataset}", remaining)
     try:
         for split, entries in by_split.items():
-            prepare_split(out_dir, split, entries, listing.classes, settings, workers, progress)
+            prepare_split(out_dir, split, entries, listing.classes, settings, executor, progress)
     finally:
         progress.finish()
     manifest = finish_preparation(

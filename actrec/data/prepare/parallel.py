@@ -14,9 +14,11 @@ from __future__ import annotations
 import multiprocessing
 import signal
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
+from typing import Protocol
 
 from actrec.data.prepare.encode_video import (
     PrepareSettings,
@@ -89,3 +91,32 @@ def encode_in_order(
             yield result
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+class Executor(Protocol):
+    """Where videos are encoded: this machine's processes (LocalPool) or a Ray cluster
+    (actrec.data.prepare.ray_executor.RayExecutor). Either hands the results back in task
+    order, so the shards written from them are the same bytes."""
+
+    def check_nodes(self, paths: Sequence[str]) -> None:
+        """Raise ClusterError when a machine that will encode cannot read `paths`."""
+
+    def encode_in_order(
+        self, tasks: Iterable[VideoTask], settings: PrepareSettings
+    ) -> Iterator[VideoResult]:
+        """Yield encode_video(task) for every task, in task order."""
+
+
+@dataclass(frozen=True)
+class LocalPool:
+    """`workers` processes of this machine (encode_in_order); it reads what the listing read."""
+
+    workers: int
+
+    def check_nodes(self, paths: Sequence[str]) -> None:
+        return None
+
+    def encode_in_order(
+        self, tasks: Iterable[VideoTask], settings: PrepareSettings
+    ) -> Iterator[VideoResult]:
+        return encode_in_order(tasks, settings, self.workers)

@@ -12,7 +12,7 @@ from pathlib import Path
 from actrec.atomic import append_line_durably, read_json_lines
 from actrec.data.format.shards import shard_file_name
 from actrec.data.prepare.encode_video import PrepareSettings, VideoResult, VideoTask
-from actrec.data.prepare.parallel import encode_in_order
+from actrec.data.prepare.parallel import Executor
 from actrec.data.prepare.plan import PARTIAL_DIR, STATE_FILE
 from actrec.data.prepare.shard_writer import ShardWriter, video_row
 from actrec.data.sources.base import VideoEntry
@@ -25,7 +25,7 @@ def prepare_split(
     entries: list[VideoEntry],
     classes: tuple[str, ...],
     settings: PrepareSettings,
-    workers: int,
+    executor: Executor,
     progress: Progress,
 ) -> None:
     """Encode the videos of `split` not yet in a closed shard, closing shards as they fill."""
@@ -79,7 +79,7 @@ def prepare_split(
 
     last_position = next_position - 1
     try:
-        for result in encode_in_order(tasks, settings, workers):
+        for result in executor.encode_in_order(tasks, settings):
             offset = None
             if result.records is not None:
                 if writer is None:
