@@ -16,7 +16,7 @@ def test_recipes_lists_every_builtin(cli_runner):
     result = cli_runner("recipes")
     assert result.exit_code == 0, result.output
     names = builtin_recipe_names()
-    assert len(names) == 16
+    assert len(names) == 18
     for name in names:
         assert name in result.output
     assert "kavg K=4" in result.output
@@ -24,6 +24,7 @@ def test_recipes_lists_every_builtin(cli_runner):
     assert "lr 0.02 linear@128" in result.output
     assert "lr 0.001 linear@64" in result.output  # TSM's fine-tuning
     assert "TSN, Wang et al. ECCV 2016" in result.output
+    assert "MARS: from flow" in result.output  # the distilled synthetic-tsm-mars
 
 
 def _phrases(recipe) -> list[str]:

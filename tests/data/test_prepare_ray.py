@@ -108,7 +108,7 @@ class Cluster:
         )
         self.run_python(
             "import ray, socket, time\n"
-            "deadline = time.monotonic() + 60\n"
+            "deadline = time.monotonic() + 150  # a loaded CI machine starts Ray slowly\n"
             "while True:  # the head's GCS listens\n"
             "    try:\n"
             f"        socket.create_connection(('127.0.0.1', {PORT}), timeout=1).close()\n"
@@ -120,7 +120,7 @@ class Cluster:
             "while len([n for n in ray.nodes() if n['Alive']]) < 2:\n"
             "    assert time.monotonic() < deadline, ray.nodes()\n"
             "    time.sleep(0.2)\n",
-            timeout=120,
+            timeout=200,
         )
 
     def kill_worker(self) -> None:

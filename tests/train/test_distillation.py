@@ -248,3 +248,54 @@ def test_a_teacher_of_other_classes_gives_features_only(tiny_runs, tmp_path):
     assert "trained on other classes (8) than the data's (8): only its features" in teacher.note
     with pytest.raises(ConfigError, match="distill_features=logits matches the teacher's class"):
         teacher_of(_student(tiny_runs["flow"], "train.distill_features=logits"), info, {})
+
+
+def _segment_like(width: int, name: str):
+    """A one-segment model shaped as actrec's segment models (pooled features [B, width]
+    into the layer distillation reads them from, then the classifier)."""
+    import keras
+
+    from actrec.models.segment_model import POOLED_FEATURES_LAYER
+
+    inputs = keras.Input((6, 6, 2))
+    features = keras.layers.Dense(width, activation="tanh")(keras.layers.Flatten()(inputs))
+    dropped = keras.layers.Dropout(0.0, name=POOLED_FEATURES_LAYER)(features)
+    return keras.Model(inputs, keras.layers.Dense(3, name="classifier")(dropped), name=name)
+
+
+def test_the_projection_trains_with_the_student_is_checkpointed_and_never_part_of_it(tmp_path):
+    """Widths 8 (student) and 5 (teacher): a Dense projection 8 -> 5 on the student's side,
+    updated by the optimizer, saved and restored with the run's checkpoint items, and not a
+    variable of the student model that evaluation and export use; the teacher is frozen."""
+    from actrec.config.recipe import TrainConfig
+    from actrec.train.distillation import DistillationSettings
+    from actrec.train.loop import DistributedTrainer
+
+    teacher = _segment_like(5, "teacher")
+    trainer = DistributedTrainer(
+        tf.distribute.get_strategy(),
+        lambda: _segment_like(8, "student"),
+        TrainConfig(optimizer="sgd", momentum=0.0, weight_decay=0.0, clip_norm=None),
+        distillation=DistillationSettings(lambda: teacher, 0.5, "clip", 1),
+    )
+    projection = trainer.distillation.projection
+    assert projection.kernel.shape == (8, 5)
+    student_variables = {id(variable) for variable in trainer.model.variables}
+    assert not {id(variable) for variable in projection.variables} & student_variables
+    rng = np.random.default_rng(0)
+    clips = tf.constant(rng.normal(size=(4, 6, 6, 2)), tf.float32)
+    labels = tf.constant([0, 1, 2, 0])
+    teacher_before = [np.array(variable) for variable in teacher.variables]
+    kernel_before = np.array(projection.kernel)
+    values = trainer.train_step(((clips, clips * 2.0), labels), 0.5)
+    assert values["loss"] == pytest.approx(values["cross_entropy"] + 0.5 * values["feature_mse"])
+    assert not np.allclose(np.array(projection.kernel), kernel_before)  # it learns
+    for before, variable in zip(teacher_before, teacher.variables, strict=True):
+        np.testing.assert_array_equal(before, np.array(variable))  # the teacher does not
+    saved = tf.train.Checkpoint(**trainer.checkpoint_items()).save(str(tmp_path / "ckpt"))
+    trained = np.array(projection.kernel)
+    projection.kernel.assign(np.zeros_like(trained))
+    tf.train.Checkpoint(**trainer.checkpoint_items()).restore(
+        saved
+    ).assert_existing_objects_matched()
+    np.testing.assert_array_equal(np.array(projection.kernel), trained)
