@@ -143,9 +143,7 @@ def main() -> None:
     args = parser.parse_args()
     raw = write_set(args.out / "raw", list(args.clips), args.videos_per_class, args.seed)
     prepared = args.out / "prepared"
-    prepare_dataset(
-        list_videos("synthetic", raw), prepared, PrepareSettings(frame_size="original")
-    )
+    prepare_dataset(list_videos("synthetic", raw), prepared, PrepareSettings(frame_size="original"))
     print(prepared)
 
 
