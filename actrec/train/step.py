@@ -17,8 +17,10 @@ averages) and evaluates. Read it in order:
    as k micro-batches [k, b, ...], one after another in a tf.while_loop, gradients summed,
    so only one micro-batch's activations are alive at a time.
 5. `_micro_batch_gradients` (forward, loss, gradients): logits [b, classes] float32;
-   per-example cross-entropy (label smoothing); the sum divided by the GLOBAL batch, so the
-   all-reduced SUM of the replicas' gradients is the gradient of the global mean loss;
+   per-example cross-entropy (label smoothing), plus, distilling from a flow teacher
+   (actrec.train.distillation), distill_weight x the per-example feature MSE between the
+   student's (projected) features and the frozen teacher's; the sum divided by the GLOBAL
+   batch, so the all-reduced SUM of the replicas' gradients is the gradient of the global mean loss;
    regularisation losses counted once over replicas and micro-batches; the loss scaled
    (float16 loss scaling) and differentiated.
 6. `optimizer.apply` (Keras, built by actrec.train.optimizer): unscale the gradients and
@@ -192,7 +194,8 @@ class TrainStep:
     # 5. Forward, loss, gradients of one micro-batch ----------------------------------------
 
     def _micro_batch_gradients(self, clips, labels, global_batch, accumulation_steps: int):
-        """(gradients of the global-mean loss share of clips [b, ...], statistics [3])."""
+        """(gradients of the global-mean loss share of clips [b, ...] (distilled: (student
+        clips, teacher clips)), statistics [3] (distilled: [5]))."""
         import tensorflow as tf
 
         variables = self.trained_model.trainable_variables
