@@ -16,6 +16,7 @@ import hashlib
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
+from actrec.data.format.integrity import file_sha256
 from actrec.errors import ConfigError, DatasetError
 
 RECORD_KEY = "distilled_from"
@@ -252,17 +253,6 @@ def _method_hint(teacher: Teacher) -> str:
 
 
 # --- digests -------------------------------------------------------------------------------
-
-CHUNK = 1 << 20
-
-
-def file_sha256(path: Path) -> str:
-    """SHA-256 of a file's content (hex)."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(CHUNK), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def folder_sha256(folder: Path) -> str:

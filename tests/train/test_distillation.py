@@ -18,6 +18,7 @@ from conftest import TINY_RUN_SETTINGS, assert_steps_are_the_clip_models_segment
 from actrec.config.files import load_recipe
 from actrec.config.overrides import apply_overrides
 from actrec.data.format import records, shards
+from actrec.data.format.integrity import file_sha256
 from actrec.data.input import augment, clip_reading, order, sampling
 from actrec.data.input.clip_spec import ClipSpec, dataset_info
 from actrec.data.input.clips import stack_flow_frames
@@ -25,7 +26,7 @@ from actrec.data.input.pipeline import batch_finisher, build_dataset
 from actrec.errors import ConfigError, DatasetError
 from actrec.runs.folder import FINAL_WEIGHTS_FILE, METRICS_FILE, RUN_FILE
 from actrec.train.run import train
-from actrec.train.teacher import file_sha256, teacher_clip_spec, teacher_of
+from actrec.train.teacher import teacher_clip_spec, teacher_of
 
 tf = pytest.importorskip("tensorflow")
 
