@@ -70,15 +70,14 @@ SYNTHETIC_SET_FIXTURES = frozenset(
     {
         "synthetic_prepared",
         "synthetic_flow_run",
-        "synthetic_rgb_run",
         "synthetic_tsm_run",
         "synthetic_tsm_online_run",
         "synthetic_quickstart_export",
     }
 )
 """The session fixtures that train on the default synthetic set (minutes each)."""
-SECOND_GROUP_FIXTURES = frozenset({"synthetic_rgb_run", "synthetic_tsm_online_run"})
-"""The trainings the second synthetic-set group starts with (the first group starts with
+SECOND_GROUP_FIXTURES = frozenset({"synthetic_tsm_online_run"})
+"""The training the second synthetic-set group starts with (the first group starts with
 the TSM and flow runs)."""
 
 
@@ -88,9 +87,9 @@ def pytest_collection_modifyitems(config, items):
     pyproject.toml), each with its own session and module fixtures. The synthetic-set
     trainings are built once per suite run for both workers (`_built_once`), and the tests
     that use them come first, in two groups that start on different workers: the first
-    group's worker trains the TSM and flow runs while the second's trains the TSN twin and
-    the online TSM. Every other test goes with the rest of its module, so that a module's
-    fixtures (trainings, launches of worker processes) are built once, not on each worker;
+    group's worker trains the TSM and flow runs while the second's trains the online TSM.
+    Every other test goes with the rest of its module, so that a module's fixtures
+    (trainings, launches of worker processes) are built once, not on each worker;
     the modules of LONGEST_MODULES go first, longest first."""
 
     def synthetic(item) -> frozenset:
@@ -405,13 +404,6 @@ def synthetic_flow_run(synthetic_prepared, tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def synthetic_rgb_run(synthetic_prepared, tmp_path_factory):
-    """(TrainSummary, run directory) of the built-in synthetic-rgb recipe: the RGB TSN,
-    synthetic-tsm with model.architecture=tsn (near chance)."""
-    return _trained_synthetic_run("synthetic-rgb", synthetic_prepared, tmp_path_factory)
-
-
-@pytest.fixture(scope="session")
 def synthetic_tsm_run(synthetic_prepared, tmp_path_factory):
     """(TrainSummary, run directory) of the built-in synthetic-tsm recipe (>= 75 % test)."""
     return _trained_synthetic_run("synthetic-tsm", synthetic_prepared, tmp_path_factory)
@@ -435,6 +427,8 @@ def synthetic_quickstart_export(synthetic_tsm_run, synthetic_flow_run, tmp_path_
 
 
 # --- tiny trained runs for export and predict tests (seconds, not minutes) -----------------
+# Built once per test run for both xdist workers (_built_once), as the synthetic-set runs
+# are: tests read them and copy a run before writing into it.
 
 
 TINY_RUN_SETTINGS = [
@@ -461,15 +455,18 @@ def tiny_runs(tiny_synthetic_prepared, tmp_path_factory):
     from actrec.config.overrides import apply_overrides
     from actrec.train.run import train
 
-    folder = tmp_path_factory.mktemp("tiny-runs")
-    prepared = tiny_synthetic_prepared
-    tiny = TINY_RUN_SETTINGS
-    runs = {"raw": prepared.parent / "raw", "prepared": prepared}
-    for modality, extra in (("rgb", []), ("flow", ["data.new_length=2"])):
-        recipe = apply_overrides(load_recipe(f"synthetic-{modality}"), [*tiny, *extra])
-        train(recipe, prepared, folder / modality)
-        runs[modality] = folder / modality
-    return runs
+    def build(folder: Path) -> dict[str, Path]:
+        folder.mkdir(parents=True)
+        prepared = tiny_synthetic_prepared
+        runs = {"raw": prepared.parent / "raw", "prepared": prepared}
+        for modality, extra in (("rgb", []), ("flow", ["data.new_length=2"])):
+            settings = [*TINY_RUN_SETTINGS, *extra]
+            recipe = apply_overrides(load_recipe(f"synthetic-{modality}"), settings)
+            train(recipe, prepared, folder / modality)
+            runs[modality] = folder / modality
+        return runs
+
+    return _built_once(tmp_path_factory, "tiny-runs", build)
 
 
 @pytest.fixture(scope="session")
@@ -481,11 +478,14 @@ def tiny_online(tiny_synthetic_prepared, tmp_path_factory):
     from actrec.export.writer import export_runs
     from actrec.train.run import train
 
-    folder = tmp_path_factory.mktemp("tiny-online")
-    recipe = apply_overrides(load_recipe("synthetic-tsm-online"), TINY_RUN_SETTINGS)
-    train(recipe, tiny_synthetic_prepared, folder / "run")
-    export_runs([folder / "run"], folder / "export", streaming=True)
-    return {"run": folder / "run", "export": folder / "export"}
+    def build(folder: Path) -> dict[str, Path]:
+        folder.mkdir(parents=True)
+        recipe = apply_overrides(load_recipe("synthetic-tsm-online"), TINY_RUN_SETTINGS)
+        train(recipe, tiny_synthetic_prepared, folder / "run")
+        export_runs([folder / "run"], folder / "export", streaming=True)
+        return {"run": folder / "run", "export": folder / "export"}
+
+    return _built_once(tmp_path_factory, "tiny-online", build)
 
 
 @pytest.fixture(scope="session")
@@ -493,16 +493,19 @@ def tiny_exports(tiny_runs, tmp_path_factory):
     """SavedModel exports of the tiny runs: {"rgb", "flow", "two-stream": folder}."""
     from actrec.export.writer import export_runs
 
-    folder = tmp_path_factory.mktemp("tiny-exports")
-    exports = {}
-    for name, runs in (
-        ("rgb", [tiny_runs["rgb"]]),
-        ("flow", [tiny_runs["flow"]]),
-        ("two-stream", [tiny_runs["flow"], tiny_runs["rgb"]]),  # either order
-    ):
-        export_runs(runs, folder / name)
-        exports[name] = folder / name
-    return exports
+    def build(folder: Path) -> dict[str, Path]:
+        folder.mkdir(parents=True)
+        exports = {}
+        for name, runs in (
+            ("rgb", [tiny_runs["rgb"]]),
+            ("flow", [tiny_runs["flow"]]),
+            ("two-stream", [tiny_runs["flow"], tiny_runs["rgb"]]),  # either order
+        ):
+            export_runs(runs, folder / name)
+            exports[name] = folder / name
+        return exports
+
+    return _built_once(tmp_path_factory, "tiny-exports", build)
 
 
 # --- streaming checks (tests/export, tests/train/test_distillation.py) ----------------------

@@ -1,9 +1,14 @@
 """The built-in synthetic recipes learn what they should (real training, a few minutes).
 
-The synthetic classes differ only in motion: the flow TSN must reach 90 % test accuracy
-while the RGB TSN stays near chance (1/8); the RGB TSM, the same recipe with temporal
-shifts, must learn the motion from the frames (75 %); K-step averaging on two real worker
-processes must reach the flow target with 4x fewer all-reduces. The synthetic set has no val
+The synthetic classes differ only in motion: the flow TSN must reach 90 % test accuracy; the
+RGB TSM must learn the motion from the frames (75 %); K-step averaging on two real worker
+processes must reach the flow target with 4x fewer all-reduces. The RGB TSN twin
+(synthetic-rgb, measured near chance: docs/benchmarks.md) is not trained here: that it
+cannot learn the classes follows from two exact checks that need no training, a TSN's
+output does not depend on the order of its frames
+(tests/models/test_models_segment_model.py) and no single frame, nor a clip's frames as a
+set, tells the classes apart (tests/data/test_synthetic.py); the suite saves its 512 steps
+(issue 37). The synthetic set has no val
 split, so training validates on nothing (the test split is for evaluation only): the
 accuracies are those of `actrec eval` on the test split.
 """
@@ -24,10 +29,6 @@ from actrec.evaluation.protocols import resolve_protocol
 
 pytestmark = pytest.mark.slow
 
-# The RGB TSN's bound (issue 11): near chance, 0.125. Measured on the default synthetic set
-# (format 2): 7.1 % and 10.7 % test top-1 (seeds 0 and 1); format 1, whose single frames told
-# the kind of motion, gave 14.3 % and 33.9 %.
-TSN_BOUND = 0.3
 # The flow TSN's target on two workers under K-step averaging, from the spread of both sync
 # modes (docs/benchmarks.md, K-AVG; seeds 0-2): kavg K=4 94.6 / 92.9 / 94.6 % with AVX-512
 # kernels and 78.6 / 89.3 / 87.5 % with ONEDNN_MAX_CPU_ISA=AVX2 (a CPU without AVX-512);
@@ -38,7 +39,7 @@ KAVG_TARGET = 0.75
 # with AVX-512) and 78.6 % in a run of this test (seed 0 again: the CPU kernels are not
 # deterministic); docs/benchmarks.md, "Why the spread": it does not learn the direction of
 # a rotation, so about 7 of 14 rotation videos are right by chance and a few others vary.
-# The lowest less two test videos. The TSN twin stays under TSN_BOUND.
+# The lowest less two test videos.
 TSM_BOUND = 0.75
 
 
@@ -81,29 +82,21 @@ def test_flow_tsn_learns_the_motion_classes(flow_run, centre_metrics):
     assert not (run_dir / "best.weights.h5").exists()
 
 
-def test_rgb_tsn_stays_near_chance(synthetic_rgb_run, flow_run, centre_metrics):
-    summary, run_dir = synthetic_rgb_run
-    assert summary.global_step == 512  # 16 epochs of 32 steps
-    rgb = centre_metrics(run_dir)[0]
-    assert rgb <= TSN_BOUND  # chance: 0.125
-    assert centre_metrics(flow_run[1])[0] - rgb >= 0.5
-
-
-def test_tsm_learns_the_motion_that_the_same_recipe_as_a_tsn_cannot(
-    synthetic_tsm_run, synthetic_rgb_run, centre_metrics
+def test_tsm_learns_the_motion_and_its_tsn_twin_is_the_same_recipe_without_the_shift(
+    synthetic_tsm_run, centre_metrics
 ):
-    """synthetic-rgb is synthetic-tsm with model.architecture=tsn: one test run of each on the
-    default synthetic set (the TSN's is the session's synthetic-rgb run)."""
+    """synthetic-rgb is synthetic-tsm with model.architecture=tsn: what the TSM learns beyond
+    chance comes from the temporal shift alone."""
     tsm, tsn = load_recipe("synthetic-tsm"), load_recipe("synthetic-rgb")
     assert tsm.model.architecture == "tsm" and tsn.model.architecture == "tsn"
     assert dataclasses.replace(tsn.model, architecture="tsm") == tsm.model
     assert (tsn.data, tsn.train, tsn.runtime) == (tsm.data, tsm.train, tsm.runtime)
-    tsm_top1, videos = centre_metrics(synthetic_tsm_run[1])
-    tsn_top1 = centre_metrics(synthetic_rgb_run[1])[0]
-    print(f"synthetic set, test top-1: TSM {tsm_top1:.3f}, TSN {tsn_top1:.3f}")
+    summary, run_dir = synthetic_tsm_run
+    assert summary.global_step == 512  # 16 epochs of 32 steps
+    tsm_top1, videos = centre_metrics(run_dir)
+    print(f"synthetic set, test top-1: TSM {tsm_top1:.3f}")
     assert videos == 56
     assert tsm_top1 >= TSM_BOUND
-    assert tsn_top1 <= TSN_BOUND  # chance: 0.125
 
 
 def test_kavg_on_two_workers_reaches_the_target_with_four_times_fewer_all_reduces(
