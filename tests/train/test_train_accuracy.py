@@ -3,14 +3,13 @@
 The synthetic classes differ only in motion: the flow TSN must reach 90 % test accuracy; the
 RGB TSM must learn the motion from the frames (75 %); K-step averaging on two real worker
 processes must reach the flow target with 4x fewer all-reduces. The RGB TSN twin
-(synthetic-rgb, measured near chance: docs/benchmarks.md) is not trained here: that it
-cannot learn the classes follows from two exact checks that need no training, a TSN's
-output does not depend on the order of its frames
-(tests/models/test_models_segment_model.py) and no single frame, nor a clip's frames as a
-set, tells the classes apart (tests/data/test_synthetic.py); the suite saves its 512 steps
-(issue 37). The synthetic set has no val
-split, so training validates on nothing (the test split is for evaluation only): the
-accuracies are those of `actrec eval` on the test split.
+(synthetic-rgb, measured at 7-11 %: docs/data.md) is not trained here: that it cannot
+learn the classes follows from exact checks that need no training, a TSN's output does not
+depend on the order of its frames (tests/models/test_models_segment_model.py) and neither a
+single frame nor a clip's frames as a set tell the classes apart
+(tests/data/test_synthetic.py); the suite saves its 512 steps (issue 37). The synthetic set
+has no val split, so training validates on nothing (the test split is for evaluation
+only): the accuracies are those of `actrec eval` on the test split.
 """
 
 from __future__ import annotations
