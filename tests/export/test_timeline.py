@@ -132,7 +132,7 @@ def test_timeline_rejects_bad_options(tiny_runs, tiny_exports, cli_runner):
 CLIP_FRAMES = 40  # 1.6 s: the objects stay in the frame
 WINDOW, STRIDE = 24, 8  # the training clips' 24 frames, every 8 frames: 3 inside each clip
 # The long video's repetitions of 8 clips: 5 (64 s) hold the memory bound's margin (the whole
-# video kept would add ~125 MB against the 50 MB allowed) at half the time 10 took (issue 37).
+# video kept would add ~125 MB against the 50 MB allowed) with half the video 10 made (issue 37).
 REPEATS = 5
 
 
