@@ -432,7 +432,7 @@ def synthetic_quickstart_export(synthetic_tsm_run, synthetic_flow_run, tmp_path_
 
 
 TINY_RUN_SETTINGS = [
-    "model.backbone=mobilenet_v2",
+    "model.backbone=test_mobilenet_v2",
     "model.batch_norm_momentum=0.0",
     "data.crop_size=32",
     "data.num_segments=2",
@@ -441,7 +441,7 @@ TINY_RUN_SETTINGS = [
     "runtime.steps_per_epoch=1",
     "runtime.validate_every_epochs=0",
 ]
-"""The tiny runs' recipe settings: MobileNetV2 at 32 px, 2 segments, one step."""
+"""The tiny runs' recipe settings: the test network at 32 px, 2 segments, one step."""
 
 
 @pytest.fixture(scope="session")

@@ -6,7 +6,9 @@ actrec.models.backbones builds the networks.
 
 Each entry records how to build the network without its classifier, the input size and
 preprocessing it was trained with, the width of its pooled features and the no-top
-ImageNet weight file Keras publishes for it (name, URL and the digest Keras checks).
+ImageNet weight file Keras publishes for it (name, URL and the digest Keras checks). A test
+network (`test_*`, as timm names its own) has no weight file: it exists so that tests and
+smoke runs train the real pipeline in seconds (`weights` None).
 
 The digests are copied from the installed Keras sources (keras/src/applications/*.py).
 Keras publishes 32-hex-digit MD5 digests for these files (its `get_file` picks MD5 for any
@@ -84,6 +86,7 @@ class BackboneSpec:
     default_input_size: the side of the square images it was trained on, in pixels.
     preprocessing: one of PREPROCESSING_MODES.
     feature_width: channels of the globally pooled no-top features.
+    weights: its ImageNet weight file; None for a test network, which has none.
     shift_family: "resnet" or "mobilenet_v2" when TSM can be built on it, else None.
     constructor_arguments: extra keyword arguments for the constructor.
     layout: one of LAYOUTS.
@@ -94,7 +97,7 @@ class BackboneSpec:
     default_input_size: int
     preprocessing: str
     feature_width: int
-    weights: WeightsFile
+    weights: WeightsFile | None
     shift_family: str | None = None
     constructor_arguments: dict[str, Any] = field(default_factory=dict)
     layout: str = "keras"
@@ -264,6 +267,19 @@ _SPECS = [
     _pytorch("resnet50_torchvision", 2048, "resnet", "resnet50-0676ba61.pth"),
     _pytorch("resnet101_torchvision", 2048, "resnet", "resnet101-63fe2227.pth"),
     _pytorch("mobilenet_v2_tsm", 1280, "mobilenet_v2", TSM_MOBILENET_V2_URL),
+    # A few MobileNetV2 blocks with TSM's layout and keras.applications' layer names: TSM
+    # shifts it and the streaming export cuts it as it does MobileNetV2, and one training
+    # step traces about 5x faster (benchmarks/tiny_backbone.py). No weights exist for it.
+    BackboneSpec(
+        name="test_mobilenet_v2",
+        constructor="test_mobilenet_v2",
+        default_input_size=32,
+        preprocessing="tsm",
+        feature_width=64,
+        weights=None,
+        shift_family="mobilenet_v2",
+        layout="pytorch",
+    ),
 ]
 
 BACKBONES: dict[str, BackboneSpec] = {spec.name: spec for spec in _SPECS}
@@ -284,11 +300,28 @@ def backbone_spec(name: str) -> BackboneSpec:
         ) from None
 
 
+def published_weights(spec: BackboneSpec) -> WeightsFile:
+    """Returns `spec`'s ImageNet weight file; ConfigError for a test network, which has
+    none."""
+    if spec.weights is None:
+        raise ConfigError(
+            f"backbone {spec.name!r} is a test network with no ImageNet weights: use "
+            "model.weights=none with it, or a backbone with published weights "
+            f"({', '.join(weighted_backbone_names())})"
+        )
+    return spec.weights
+
+
+def weighted_backbone_names() -> list[str]:
+    """The backbones that have an ImageNet weight file (all but the test networks)."""
+    return [name for name, spec in BACKBONES.items() if spec.weights is not None]
+
+
 def spec_for_weights_file(file_name: str) -> BackboneSpec | None:
     """Returns the backbone whose published no-top weight file (or, for a PyTorch layout,
     the published PyTorch file) is called `file_name`."""
     for spec in BACKBONES.values():
-        if file_name in (spec.weights.file_name, spec.weights.source_file_name):
+        if spec.weights and file_name in (spec.weights.file_name, spec.weights.source_file_name):
             return spec
     return None
 

@@ -12,6 +12,7 @@ import typing
 from dataclasses import fields
 from typing import Any
 
+from actrec.config.backbones import backbone_spec
 from actrec.config.bounds import field_problem
 from actrec.config.checks import invalid, require_choice
 from actrec.config.choices import SHIFTABLE_BACKBONES, weights_source
@@ -125,6 +126,14 @@ def _validate_model(model: ModelConfig, data: DataConfig) -> None:
             f"TSM inserts temporal shifts into residual blocks of: "
             f"{', '.join(SHIFTABLE_BACKBONES)}; "
             "choose one of them or model.architecture=tsn",
+        )
+    if model.weights == "imagenet" and backbone_spec(model.backbone).weights is None:
+        raise invalid(
+            "model",
+            "weights",
+            model.weights,
+            f"{model.backbone} is a test network with no ImageNet weights: use "
+            "model.weights=none, or a backbone with published weights",
         )
     if model.input_size is not None and model.input_size != data.crop_size:
         raise invalid(

@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from actrec.config.backbones import BACKBONES, BackboneSpec, backbone_spec
+from actrec.config.backbones import BACKBONES, BackboneSpec, backbone_spec, published_weights
 from actrec.errors import WeightsError
 from actrec.models.weight_digests import (
     verified_digests,
@@ -70,8 +70,9 @@ def weights_status(spec: BackboneSpec) -> WeightsStatus:
 
 
 def all_weights_status() -> list[WeightsStatus]:
-    """Returns the status of every registered backbone's weight file."""
-    return [weights_status(spec) for spec in BACKBONES.values()]
+    """Returns the status of every registered backbone's weight file (the test networks
+    have none)."""
+    return [weights_status(spec) for spec in BACKBONES.values() if spec.weights is not None]
 
 
 def check_found_file(status: WeightsStatus) -> str:
@@ -101,6 +102,7 @@ def resolve_weights(
     command) or fails its digest check.
     """
     spec = backbone_spec(backbone)
+    published_weights(spec)  # a test network has no ImageNet file: say so first
     if path is not None:
         explicit = Path(path).expanduser()
         if not explicit.is_file():

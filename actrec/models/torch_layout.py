@@ -149,6 +149,38 @@ def _inverted_residual(x, output_channels: int, stride: int, expansion: int, nam
     return y
 
 
+def _mobilenet_v2(
+    name: str,
+    settings: tuple[tuple[int, int, int, int], ...],
+    stem_width: int,
+    last_width: int,
+    input_shape: tuple[int | None, int | None, int],
+) -> keras.Model:
+    """A MobileNetV2 of TSM's layout: [N, H, W, C] -> [N, last_width].
+
+    settings: (expansion, output channels, blocks, first stride) per stage. Its stem is
+    Keras's `Conv1` / `bn_Conv1`; its first block `expanded_conv`, the M-th after it
+    `block_M`; its head `Conv_1` / `Conv_1_bn`.
+    """
+    inputs = keras.Input(tuple(input_shape), name="input_layer")
+    x = keras.layers.ZeroPadding2D(1, name="Conv1_pad")(inputs)
+    x = _convolution(stem_width, 3, 2, "Conv1")(x)
+    x = _batch_norm("bn_Conv1")(x)
+    x = keras.layers.ReLU(6.0, name="Conv1_relu")(x)
+    index = 0
+    for expansion, channels, blocks, first_stride in settings:
+        for block in range(blocks):
+            block_name = "expanded_conv" if index == 0 else f"block_{index}"
+            stride = first_stride if block == 0 else 1
+            x = _inverted_residual(x, channels, stride, expansion, block_name)
+            index += 1
+    x = _convolution(last_width, 1, 1, "Conv_1")(x)
+    x = _batch_norm("Conv_1_bn")(x)
+    x = keras.layers.ReLU(6.0, name="out_relu")(x)
+    x = keras.layers.GlobalAveragePooling2D(name="avg_pool")(x)
+    return keras.Model(inputs, x, name=name)
+
+
 def mobilenet_v2_tsm(
     include_top: bool = False,
     weights=None,
@@ -161,20 +193,31 @@ def mobilenet_v2_tsm(
     `features.M` (M >= 2) is `block_{M-1}`; `features.18` is `Conv_1` / `Conv_1_bn`.
     """
     _check_arguments("mobilenet_v2_tsm", include_top, weights, pooling)
-    inputs = keras.Input(tuple(input_shape), name="input_layer")
-    x = keras.layers.ZeroPadding2D(1, name="Conv1_pad")(inputs)
-    x = _convolution(MOBILENET_V2_STEM_WIDTH, 3, 2, "Conv1")(x)
-    x = _batch_norm("bn_Conv1")(x)
-    x = keras.layers.ReLU(6.0, name="Conv1_relu")(x)
-    index = 0
-    for expansion, channels, blocks, first_stride in MOBILENET_V2_SETTINGS:
-        for block in range(blocks):
-            name = "expanded_conv" if index == 0 else f"block_{index}"
-            stride = first_stride if block == 0 else 1
-            x = _inverted_residual(x, channels, stride, expansion, name)
-            index += 1
-    x = _convolution(MOBILENET_V2_LAST_WIDTH, 1, 1, "Conv_1")(x)
-    x = _batch_norm("Conv_1_bn")(x)
-    x = keras.layers.ReLU(6.0, name="out_relu")(x)
-    x = keras.layers.GlobalAveragePooling2D(name="avg_pool")(x)
-    return keras.Model(inputs, x, name="mobilenet_v2_tsm")
+    return _mobilenet_v2(
+        "mobilenet_v2_tsm",
+        MOBILENET_V2_SETTINGS,
+        MOBILENET_V2_STEM_WIDTH,
+        MOBILENET_V2_LAST_WIDTH,
+        input_shape,
+    )
+
+
+TEST_MOBILENET_V2_SETTINGS = ((1, 8, 1, 1), (2, 16, 3, 2))
+"""The test network's stages: `expanded_conv`, then `block_1` (stride 2) and two residual
+blocks, `block_2` and `block_3`, which TSM shifts (as timm's `test_*` models: a network for
+tests and smoke runs, not for accuracy)."""
+
+
+def test_mobilenet_v2(
+    include_top: bool = False,
+    weights=None,
+    input_shape: tuple[int | None, int | None, int] = (32, 32, 3),
+    pooling: str = "avg",
+) -> keras.Model:
+    """A four-block MobileNetV2 with random weights only: [N, H, W, C] -> [N, 64]."""
+    if include_top or weights is not None or pooling != "avg":
+        raise ConfigError(
+            "test_mobilenet_v2 is built without a classifier, randomly initialised and "
+            "average-pooled (include_top=False, weights=None, pooling='avg'): it has no weights"
+        )
+    return _mobilenet_v2("test_mobilenet_v2", TEST_MOBILENET_V2_SETTINGS, 16, 64, input_shape)

@@ -14,7 +14,13 @@ import urllib.request
 from pathlib import Path
 
 from actrec.atomic import commit_temporary, temporary_path
-from actrec.config.backbones import BACKBONES, BackboneSpec, backbone_spec, spec_for_weights_file
+from actrec.config.backbones import (
+    BackboneSpec,
+    backbone_spec,
+    published_weights,
+    spec_for_weights_file,
+    weighted_backbone_names,
+)
 from actrec.errors import WeightsError
 from actrec.models.weight_digests import (
     READ_CHUNK_BYTES,
@@ -105,7 +111,7 @@ def fetch_weights(
     digest mismatch; in every failure nothing is installed.
     """
     spec = backbone_spec(backbone)
-    source = url or spec.weights.url
+    source = url or published_weights(spec).url
     if is_offline():
         raise WeightsError(
             f"${OFFLINE_ENVIRONMENT} is set, so {source} is not downloaded. "
@@ -159,10 +165,13 @@ def import_weights(
         raise WeightsError(f"{source} is not a file; give the downloaded weight file")
     if backbone is not None:
         spec = backbone_spec(backbone)
+        published_weights(spec)
     else:
         spec = spec_for_weights_file(source.name)
         if spec is None:
-            known = ", ".join(spec.weights.file_name for spec in BACKBONES.values())
+            known = ", ".join(
+                backbone_spec(name).weights.file_name for name in weighted_backbone_names()
+            )
             raise WeightsError(
                 f"{source.name} is not a known weight file name (known: {known}); "
                 "name the backbone with --backbone"

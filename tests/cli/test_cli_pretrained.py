@@ -10,7 +10,7 @@ import pytest
 from actrec_cli.main import main
 from click.testing import CliRunner
 
-from actrec.config.backbones import BACKBONES, backbone_spec
+from actrec.config.backbones import backbone_spec, weighted_backbone_names
 
 MOBILENET_V2 = backbone_spec("mobilenet_v2").weights
 RESNET50 = backbone_spec("resnet50").weights
@@ -53,10 +53,11 @@ def run(environment, *arguments):
 def test_list_shows_every_known_file_present_or_not(environment):
     result = run(environment, "list")
     assert result.exit_code == 0, result.output
-    assert result.output.count("missing") == len(BACKBONES)
+    assert result.output.count("missing") == len(weighted_backbone_names())
+    assert "test_mobilenet_v2" not in result.output  # a test network has no weight file
     assert "nonepublished" in flat(result.output)  # MobileNetV2: Keras publishes no digest
     rows = json.loads(run(environment, "list", "--json").output)
-    assert len(rows) == len(BACKBONES)
+    assert [row["backbone"] for row in rows] == weighted_backbone_names()
     by_backbone = {row["backbone"]: row for row in rows}
     assert by_backbone["resnet50"] == {
         "backbone": "resnet50",
@@ -80,6 +81,17 @@ def test_offline_fetch_names_the_file_url_and_import_command(environment):
     assert "Traceback" not in result.output
 
 
+def test_a_test_network_has_no_weights_to_fetch_or_import(environment, mobilenet_v2_download):
+    for arguments in (
+        ["fetch", "test_mobilenet_v2"],
+        ["import", str(mobilenet_v2_download), "--backbone", "test_mobilenet_v2"],
+    ):
+        result = run(environment, *arguments)
+        assert result.exit_code != 0
+        assert "testnetworkwithnoImageNetweights" in flat(result.output)
+        assert "Traceback" not in result.output
+
+
 def test_import_with_matching_sha256_installs_and_list_shows_it(
     environment, mobilenet_v2_download, tmp_path
 ):
@@ -91,7 +103,7 @@ def test_import_with_matching_sha256_installs_and_list_shows_it(
     manifest = json.loads((tmp_path / "store" / "manifest.json").read_text())
     assert manifest["files"][MOBILENET_V2.file_name]["sha256"] == sha256
     listing = run(environment, "list", "--verify")
-    assert listing.output.count("missing") == len(BACKBONES) - 1
+    assert listing.output.count("missing") == len(weighted_backbone_names()) - 1
     rows = json.loads(run(environment, "list", "--json", "--verify").output)
     present = [row for row in rows if row["location"] != "missing"]
     assert [(row["backbone"], row["location"], row["path"]) for row in present] == [

@@ -287,7 +287,7 @@ def test_a_nan_loss_on_one_kavg_worker_rolls_both_back_and_the_run_finishes(
 
     run_dir = tmp_path / "run"
     settings = [
-        "model.backbone=mobilenet_v3_small",
+        "model.backbone=test_mobilenet_v2",
         "data.crop_size=32",
         "data.num_segments=2",
         "train.batch_size=8",

@@ -26,7 +26,7 @@ from actrec.errors import RESTART_EXIT_CODE
 SURVIVOR_LIMIT = 120  # seconds the survivor may take to notice (the bound)
 STEPS = 60
 SETTINGS = [
-    "model.backbone=mobilenet_v3_small",
+    "model.backbone=test_mobilenet_v2",
     "data.crop_size=32",
     "data.num_segments=2",
     "train.batch_size=4",

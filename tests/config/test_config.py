@@ -466,6 +466,10 @@ def test_bad_overrides_are_rejected_with_the_fix(setting, expected):
         (["model.architecture=i3d"], r"model\.architecture='i3d'.*tsn, tsm"),
         (["model.backbone=vgg16"], r"model\.backbone='vgg16'.*resnet50"),
         (
+            ["model.backbone=test_mobilenet_v2", "model.partial_bn=false"],
+            r"model\.weights='imagenet'.*test network with no ImageNet weights.*weights=none",
+        ),
+        (
             ["model.architecture=tsm", "model.backbone=inception_v3"],
             r"model\.backbone='inception_v3'.*TSM",
         ),

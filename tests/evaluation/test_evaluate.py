@@ -25,7 +25,7 @@ from actrec.evaluation.scores import load_video_scores
 from actrec.runs.trained import build_trained_model, load_trained_run
 
 TINY = [
-    "model.backbone=mobilenet_v3_small",
+    "model.backbone=test_mobilenet_v2",
     "data.crop_size=32",
     "data.num_segments=2",
     "train.batch_size=8",

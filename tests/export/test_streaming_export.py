@@ -44,7 +44,8 @@ def test_streaming_export_reloaded_by_tensorflow_alone_equals_the_clip_model_per
     metadata = json.loads((tiny_online["export"] / "actrec.json").read_text())
     streaming = metadata["streaming"]
     assert streaming["num_segments"] == 2 and streaming["frames_per_step"] == 6  # 12 / 2
-    assert len(streaming["states"]) == 10  # MobileNetV2's 10 shifted inverted residuals
+    # one state per shifted block of the test network (block_2, block_3)
+    assert [state["shift"] for state in streaming["states"]] == ["block_2_shift", "block_3_shift"]
     assert metadata["inputs"]["frame"]["shape"] == ["N", "H", "W", 3]
     model = StreamingModel(tiny_online["export"])
     video = Path(

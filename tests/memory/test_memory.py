@@ -24,7 +24,7 @@ from actrec.memory.step_time import StepTimeModel
 from actrec.memory.units import GIB, MIB, format_bytes, parse_batch_size, parse_memory_size
 
 TINY = [
-    "model.backbone=mobilenet_v3_small",
+    "model.backbone=test_mobilenet_v2",
     "data.crop_size=32",
     "data.num_segments=2",
     "train.epochs=1",
@@ -218,7 +218,7 @@ def test_accumulation_with_frozen_batchnorm_gives_the_update_of_one_large_batch(
 
     def frozen_bn_model():
         model = build_segment_model(
-            "mobilenet_v3_small", 4, num_segments=2, input_size=32, dropout=0.0, weights=None
+            "test_mobilenet_v2", 4, num_segments=2, input_size=32, dropout=0.0, weights=None
         )
         for layer in batch_normalization_layers(model):
             layer.trainable = False

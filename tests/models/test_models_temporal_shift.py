@@ -184,6 +184,20 @@ def test_mobilenet_v2_shifts_the_expansion_of_inverted_residual_blocks_only():
         assert consumers(shifted_backbone, f"{block}_shift") == [f"{block}_expand"]
 
 
+def test_the_test_network_is_shifted_as_mobilenet_v2_is():
+    """Its residual blocks carry keras.applications' names, so TSM shifts their expansion
+    (and the streaming export finds them) exactly as in MobileNetV2."""
+    backbone = build_backbone("test_mobilenet_v2", (32, 32, 3))
+    shifted_backbone = insert_temporal_shift(backbone, "test_mobilenet_v2", num_segments=2)
+    assert [layer.name for layer in shift_layers(shifted_backbone)] == [
+        "block_2_shift",
+        "block_3_shift",
+    ]
+    for block in ("block_2", "block_3"):
+        assert consumers(shifted_backbone, f"{block}_shift") == [f"{block}_expand"]
+    assert shifted_backbone.output_shape == (None, 64)
+
+
 def test_other_backbones_are_a_clear_error():
     backbone = build_backbone("densenet121", (32, 32, 3))
     with pytest.raises(ConfigError) as caught:

@@ -15,7 +15,7 @@ from actrec.config.overrides import apply_overrides
 from actrec.models.segment_model import build_segment_model, segment_backbone
 from actrec.models.transfer import transfer_weights
 
-TINY = dict(backbone="mobilenet_v2", input_size=32, num_segments=2, weights="none")
+TINY = dict(backbone="test_mobilenet_v2", input_size=32, num_segments=2, weights="none")
 CLASSES = tuple(f"class{k}" for k in range(4))
 
 
@@ -73,7 +73,7 @@ def test_rgb_to_flow_averages_the_first_convolution_over_rgb_and_copies_the_rest
     target = _model(seed=2, modality="flow", new_length=2)
     report = transfer_weights(source, target, CLASSES, CLASSES)
     rgb, flow = _backbone_arrays(source), _backbone_arrays(target)
-    assert flow[0].shape == (3, 3, 4, 32) and rgb[0].shape == (3, 3, 3, 32)
+    assert flow[0].shape == (3, 3, 4, 16) and rgb[0].shape == (3, 3, 3, 16)  # Conv1's kernel
     expected = np.repeat(rgb[0].mean(axis=2, keepdims=True), 4, axis=2)
     np.testing.assert_allclose(flow[0], expected, rtol=1e-6)
     for have, want in zip(flow[1:], rgb[1:], strict=True):
@@ -117,7 +117,7 @@ def test_init_from_a_run_prints_what_it_loaded_and_records_it(tiny_runs, cli_run
         "kind": "run",
         "recipe": "synthetic-rgb",
         "architecture": "tsn",
-        "backbone": "mobilenet_v2",
+        "backbone": "test_mobilenet_v2",
         "modality": "rgb",
         "num_classes": 8,
         "keeps_classifier": True,
@@ -190,7 +190,7 @@ def test_init_from_an_export_of_the_earlier_layout_loads_its_weights(
         (
             "rgb",
             ["model.backbone=resnet50"],
-            "it is a mobilenet_v2; leave --set model.backbone out (the source's is used)",
+            "it is a test_mobilenet_v2; leave --set model.backbone out (the source's is used)",
         ),
         ("flow", [], "cross-modality initialisation goes from RGB to flow only"),
         ("missing", [], "is neither a finished run directory"),

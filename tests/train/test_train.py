@@ -20,7 +20,7 @@ from actrec.errors import ConfigError, DatasetError, OutputError
 from actrec.train.run import train
 
 TINY = [
-    "model.backbone=mobilenet_v3_small",
+    "model.backbone=test_mobilenet_v2",
     "data.crop_size=32",
     "data.num_segments=2",
     "train.batch_size=8",

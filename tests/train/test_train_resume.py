@@ -19,7 +19,7 @@ pytestmark = pytest.mark.slow
 # Two batch phases: epoch 0 at a global batch of 8, epoch 1 at 16 in micro-batches of 8
 # (gradient accumulation), 8 steps each.
 PHASES = [
-    "model.backbone=mobilenet_v3_small",
+    "model.backbone=test_mobilenet_v2",
     "data.crop_size=32",
     "data.num_segments=2",
     "train.batch_size=8",

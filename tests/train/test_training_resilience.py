@@ -24,7 +24,7 @@ from actrec.train.run import train
 pytestmark = pytest.mark.slow
 
 SETTINGS = [
-    "model.backbone=mobilenet_v3_small",
+    "model.backbone=test_mobilenet_v2",
     "data.crop_size=32",
     "data.num_segments=2",
     "data.validation_holdout=0.5",  # 1 of the 2 train videos of each class
