@@ -80,14 +80,14 @@ def test_adaptive_batch_schedule_is_logged_and_survives_a_resume(prepared, tmp_p
 
 @pytest.mark.slow
 def test_sigkill_mid_epoch_then_resume_matches_an_uninterrupted_run(prepared, tmp_path):
+    # Steps of the test network take about 30 ms: 20 steps between the checkpoint the test
+    # waits for and the end leave the kill a window of about half a second.
     overrides = [
         "train.epochs=2",
-        "runtime.steps_per_epoch=6",
-        "runtime.checkpoint_every_steps=2",
+        "runtime.steps_per_epoch=24",
+        "runtime.checkpoint_every_steps=4",
         "runtime.deterministic=true",
         "runtime.validate_every_epochs=0",
-        "data.crop_size=48",
-        "model.backbone=mobilenet_v2",
         "model.dropout=0.5",
     ]
     killed = tmp_path / "killed"
@@ -98,7 +98,7 @@ def test_sigkill_mid_epoch_then_resume_matches_an_uninterrupted_run(prepared, tm
     deadline = time.monotonic() + 240
     while time.monotonic() < deadline and process.poll() is None:
         state = killed / "checkpoints" / "checkpoint"  # CheckpointManager's commit point
-        if state.exists() and '"ckpt-8"' in state.read_text():  # epoch 2, step 2 of 6
+        if state.exists() and '"ckpt-28"' in state.read_text():  # epoch 2, step 4 of 24
             break
         time.sleep(0.01)
     assert process.poll() is None, process.stderr.read().decode()[-2000:]
@@ -108,9 +108,9 @@ def test_sigkill_mid_epoch_then_resume_matches_an_uninterrupted_run(prepared, tm
     recipe = _recipe(*overrides)
     resumed = train(recipe, prepared, killed, resume="latest")
     assert resumed.resumed_from and "ckpt-" in resumed.resumed_from
-    assert 8 <= int(resumed.resumed_from.rsplit("-", 1)[1]) < 12
+    assert 28 <= int(resumed.resumed_from.rsplit("-", 1)[1]) < 48
     whole = train(recipe, prepared, tmp_path / "whole")
-    assert resumed.global_step == whole.global_step == 12
+    assert resumed.global_step == whole.global_step == 48
     for mine, theirs in zip(
         weight_file_arrays(killed / "final.weights.h5"),
         weight_file_arrays(tmp_path / "whole" / "final.weights.h5"),
@@ -118,7 +118,7 @@ def test_sigkill_mid_epoch_then_resume_matches_an_uninterrupted_run(prepared, tm
     ):
         np.testing.assert_allclose(mine, theirs, rtol=0, atol=0)
     train_steps = [r["global_step"] for r in _metrics(killed) if r["event"] == "train"]
-    assert train_steps == list(range(1, 13))  # no step logged twice after the resume
+    assert train_steps == list(range(1, 49))  # no step logged twice after the resume
 
 
 def test_no_shards_at_the_data_path(tmp_path):
@@ -196,12 +196,10 @@ def test_cli_errors_are_clear(prepared, tmp_path, cli_runner, monkeypatch):
 @pytest.mark.slow
 def test_sigterm_checkpoints_mid_epoch_exits_143_and_resumes(prepared, tmp_path):
     run_dir = tmp_path / "run"
-    overrides = [
+    overrides = [  # 150 steps of the test network: about 5 s to stop it in
         "train.epochs=1",
-        "runtime.steps_per_epoch=30",
+        "runtime.steps_per_epoch=150",
         "runtime.validate_every_epochs=0",
-        "data.crop_size=48",
-        "model.backbone=mobilenet_v2",
     ]
     command = train_command("synthetic-rgb", prepared, run_dir, [*TINY, *overrides])
     process = subprocess.Popen(
@@ -222,18 +220,18 @@ def test_sigterm_checkpoints_mid_epoch_exits_143_and_resumes(prepared, tmp_path)
     assert "cuInit" not in output and "E0000" not in output, output[:2000]
     # Piped output gets whole plain lines at the log interval (1 step), every field present.
     progress_line = re.compile(
-        r"^epoch 1/1 (\d+)/30 \(\d+%\) [\d.]+ steps/s [\d.]+ clips/s loss [\d.]+ accuracy "
+        r"^epoch 1/1 (\d+)/150 \(\d+%\) [\d.]+ steps/s [\d.]+ clips/s loss [\d.]+ accuracy "
         r"[\d.]+ lr [\d.e-]+ batch 8 elapsed \d+:\d\d:\d\d ETA \d+:\d\d:\d\d$"
     )
     lines = [line for line in output.splitlines() if line.startswith("epoch 1/1 ")]
     assert all(progress_line.match(line) for line in lines), output[-3000:]
     assert [int(progress_line.match(line)[1]) for line in lines][:3] == [1, 2, 3]
     record = json.loads((run_dir / "run.json").read_text())
-    assert record["status"] == "preempted" and 3 <= record["global_step"] < 30
+    assert record["status"] == "preempted" and 3 <= record["global_step"] < 150
     assert (run_dir / "checkpoints" / f"ckpt-{record['global_step']}.index").exists()
     assert not (run_dir / "final.weights.h5").exists()
     resumed = train(_recipe(*overrides), prepared, run_dir, resume="latest")
-    assert resumed.global_step == 30 and resumed.resumed_from.endswith(
+    assert resumed.global_step == 150 and resumed.resumed_from.endswith(
         f"ckpt-{record['global_step']}"
     )
     assert json.loads((run_dir / "run.json").read_text())["status"] == "finished"
