@@ -25,7 +25,7 @@ def clip_batch(batch=2, segments=4, channels=3, seed=0):
     return rng.uniform(0, 255, (batch, segments, SIZE, SIZE, channels)).astype("float32")
 
 
-def tiny(backbone="mobilenet_v2", **options):
+def tiny(backbone="test_mobilenet_v2", **options):
     options.setdefault("num_classes", 5)
     options.setdefault("num_segments", 4)
     options.setdefault("weights", None)
