@@ -87,7 +87,8 @@ def pytest_collection_modifyitems(config, items):
     pyproject.toml), each with its own session and module fixtures. The synthetic-set
     trainings are built once per suite run for both workers (`_built_once`), and the tests
     that use them come first, in two groups that start on different workers: the first
-    group's worker trains the TSM and flow runs while the second's trains the online TSM.
+    group's worker trains the TSM and flow runs while the second's trains the online TSM
+    (and runs the tests that need nothing else).
     Every other test goes with the rest of its module, so that a module's fixtures
     (trainings, launches of worker processes) are built once, not on each worker;
     the modules of LONGEST_MODULES go first, longest first."""
@@ -95,15 +96,20 @@ def pytest_collection_modifyitems(config, items):
     def synthetic(item) -> frozenset:
         return SYNTHETIC_SET_FIXTURES.intersection(getattr(item, "fixturenames", ()))
 
-    first = [
-        item for item in items if synthetic(item) and not synthetic(item) & SECOND_GROUP_FIXTURES
+    def needs_the_first_groups_runs(item) -> bool:
+        return bool(synthetic(item) - SECOND_GROUP_FIXTURES - {"synthetic_prepared"})
+
+    # The second group is what needs the online TSM and none of the first group's runs, so
+    # that its worker trains it while the other trains the TSM and flow runs, and then goes
+    # on to other modules instead of waiting for those runs. A test that needs runs of both
+    # groups (the README's commands) ends the first group: the online TSM is done by then.
+    second = [
+        item
+        for item in items
+        if synthetic(item) & SECOND_GROUP_FIXTURES and not needs_the_first_groups_runs(item)
     ]
-    second = [item for item in items if synthetic(item) & SECOND_GROUP_FIXTURES]
-    # The second group first runs what needs none of the first group's trainings, so that
-    # its worker trains its own while the other trains the TSM and flow runs.
-    second.sort(
-        key=lambda item: len(synthetic(item) - SECOND_GROUP_FIXTURES - {"synthetic_prepared"})
-    )
+    first = [item for item in items if synthetic(item) and item not in second]
+    first.sort(key=lambda item: bool(synthetic(item) & SECOND_GROUP_FIXTURES))
     for group, members in (("synthetic-set-1", first), ("synthetic-set-2", second)):
         for item in members:
             item.add_marker(pytest.mark.xdist_group(group))
