@@ -59,13 +59,14 @@ def test_synthetic_set_tests_go_first_in_two_groups_the_others_by_module_longest
         Item("long 1b", ["tmp_path"], longest),
     ]
     conftest.pytest_collection_modifyitems(None, items)
-    # the second group starts with what needs no training of the first group's; the other
-    # modules follow, the longest first, each module's tests in file order
+    # the second group is what needs its online TSM and no run of the first group's; a test
+    # needing both ends the first group; the other modules follow, the longest first, each
+    # module's tests in file order
     assert [item.name for item in items] == [
         "fusion",
         "accuracy",
-        "online",
         "readme",
+        "online",
         "long 1a",
         "long 1b",
         "long 2",
@@ -78,8 +79,8 @@ def test_synthetic_set_tests_go_first_in_two_groups_the_others_by_module_longest
     assert groups == {
         "fusion": [("synthetic-set-1",)],
         "accuracy": [("synthetic-set-1",)],
+        "readme": [("synthetic-set-1",)],
         "online": [("synthetic-set-2",)],
-        "readme": [("synthetic-set-2",)],
         "long 1a": [(longest,)],
         "long 1b": [(longest,)],
         "long 2": [(second_longest,)],
