@@ -48,12 +48,18 @@ MOBILENET_V2_STEM_WIDTH = 32
 MOBILENET_V2_LAST_WIDTH = 1280
 
 
-def _check_arguments(name: str, include_top: bool, weights, pooling: str) -> None:
+def _check_arguments(
+    name: str,
+    include_top: bool,
+    weights,
+    pooling: str,
+    weights_source: str = "its weights come from a converted PyTorch file "
+    "(`actrec pretrained convert`)",
+) -> None:
     if include_top or weights is not None or pooling != "avg":
         raise ConfigError(
             f"{name} is built without its classifier, randomly initialised and average-pooled "
-            "(include_top=False, weights=None, pooling='avg'); its weights come from a "
-            "converted PyTorch file (`actrec pretrained convert`)"
+            f"(include_top=False, weights=None, pooling='avg'); {weights_source}"
         )
 
 
@@ -215,9 +221,7 @@ def test_mobilenet_v2(
     pooling: str = "avg",
 ) -> keras.Model:
     """A four-block MobileNetV2 with random weights only: [N, H, W, C] -> [N, 64]."""
-    if include_top or weights is not None or pooling != "avg":
-        raise ConfigError(
-            "test_mobilenet_v2 is built without a classifier, randomly initialised and "
-            "average-pooled (include_top=False, weights=None, pooling='avg'): it has no weights"
-        )
+    _check_arguments(
+        "test_mobilenet_v2", include_top, weights, pooling, "a test network has no weights"
+    )
     return _mobilenet_v2("test_mobilenet_v2", TEST_MOBILENET_V2_SETTINGS, 16, 64, input_shape)
