@@ -268,8 +268,8 @@ _SPECS = [
     _pytorch("resnet101_torchvision", 2048, "resnet", "resnet101-63fe2227.pth"),
     _pytorch("mobilenet_v2_tsm", 1280, "mobilenet_v2", TSM_MOBILENET_V2_URL),
     # A few MobileNetV2 blocks with TSM's layout and keras.applications' layer names: TSM
-    # shifts it and the streaming export cuts it as it does MobileNetV2, and one training
-    # step traces about 5x faster (benchmarks/tiny_backbone.py). No weights exist for it.
+    # shifts it and the streaming export cuts it as it does MobileNetV2, and a one-step
+    # training takes 3.7x less time (benchmarks/tiny_backbone.py). It has no weights.
     BackboneSpec(
         name="test_mobilenet_v2",
         constructor="test_mobilenet_v2",

@@ -102,7 +102,6 @@ def resolve_weights(
     command) or fails its digest check.
     """
     spec = backbone_spec(backbone)
-    published_weights(spec)  # a test network has no ImageNet file: say so first
     if path is not None:
         explicit = Path(path).expanduser()
         if not explicit.is_file():
@@ -111,6 +110,7 @@ def resolve_weights(
                 "'imagenet' to use the store"
             )
         return explicit
+    published_weights(spec)  # a test network has no ImageNet file: say so, not "missing"
     status = weights_status(spec)
     if status.path is not None:
         check_found_file(status)

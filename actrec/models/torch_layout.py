@@ -1,5 +1,6 @@
 """Backbones with PyTorch's layout: torchvision's ResNet and the MobileNetV2 of TSM's code,
-built in Keras so that a PyTorch state dict maps onto them one tensor to one weight.
+built in Keras so that a PyTorch state dict maps onto them one tensor to one weight; and the
+test network `test_mobilenet_v2` (four of that MobileNetV2's blocks, no weights).
 
 keras.applications' networks cannot load a published PyTorch file: its ResNet puts a stage's
 stride 2 on the first 1x1 convolution (torchvision: on the 3x3), gives its convolutions

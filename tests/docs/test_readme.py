@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 import pytest
-from conftest import REPO_ROOT, bash_blocks, shell_commands
+from conftest import REPO_ROOT, bash_blocks, shell_commands, weight_file_arrays
 
 README = REPO_ROOT / "README.md"
 DOCS = REPO_ROOT / "docs"
@@ -196,6 +196,11 @@ def test_the_fast_readme_commands_run_as_written(
     # folder's name.
     assert len(shown) >= 4
     assert {video: Path(video).parent.name for video in shown} == shown
+    # The docs' dynamic-range TFLite of the online TSM (MobileNetV2): about a byte a weight,
+    # a quarter of float32's four (the tiny TFLite tests' network is too small to show it).
+    int8 = Path("models/synthetic-online-tflite/model.tflite").stat().st_size
+    weights = weight_file_arrays(Path("runs/synthetic-tsm-online/final.weights.h5"))
+    assert int8 < 0.35 * 4 * sum(array.size for array in weights)
 
 
 def _shown_predictions(cli_runner, words: list[str], result) -> dict[str, str]:

@@ -306,3 +306,13 @@ def test_md5_published_by_keras_is_checked(tmp_path, monkeypatch):
 def test_explicit_missing_path_is_an_error():
     with pytest.raises(WeightsError, match=r"does-not-exist\.h5"):
         pretrained.resolve_weights("resnet50", "/nowhere/does-not-exist.h5")
+
+
+def test_a_test_network_has_no_imagenet_file_but_takes_an_explicit_one(tmp_path):
+    from actrec.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"'test_mobilenet_v2' is a test network with no Im"):
+        pretrained.resolve_weights("test_mobilenet_v2")
+    own = tmp_path / "own.weights.h5"
+    build_backbone("test_mobilenet_v2", (32, 32, 3)).save_weights(str(own))
+    assert pretrained.resolve_weights("test_mobilenet_v2", own) == own
