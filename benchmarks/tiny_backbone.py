@@ -14,18 +14,16 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 os.environ.setdefault("TF_NUM_INTRAOP_THREADS", "1")  # as the test suite's processes run
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from optimizer_trace import TESTS, prepared_tiny_set  # the same tiny set
+from optimizer_trace import TESTS, prepared_tiny_set, seconds_to_train  # the same tiny set
 
 
 def main() -> None:
@@ -52,11 +50,7 @@ def main() -> None:
                 load_recipe("synthetic-rgb"), [*settings, f"model.backbone={name}"]
             )
             for index in range(arguments.rounds):
-                run_dir = root / f"run-{index}"
-                start = time.perf_counter()
-                train(recipe, prepared, run_dir)
-                seconds[name].append(time.perf_counter() - start)
-                shutil.rmtree(run_dir)
+                seconds[name].append(seconds_to_train(recipe, prepared, root / f"run-{index}"))
                 print(f"{name}, training {index}: {seconds[name][-1]:.2f} s")
     median = {name: statistics.median(times) for name, times in seconds.items()}
     print(f"one-step training, median of {arguments.rounds}:")
