@@ -160,6 +160,7 @@ def train(
         run_dir, position.epoch, trainer.step, resumed_from=resumed_from, batch_decision=decision
     )
     _run_epochs_recorded(session, position, summary, run_dir)
+    session.batches.release()
     summary.global_step = trainer.step
     summary.num_all_reduces = trainer.num_all_reduces
     summary.clips_decoded = int(session.batches.clips_decoded.numpy())
