@@ -9,12 +9,11 @@ validation) `--rounds` times in a row with the library's `train()`. Each prints,
 training, the seconds `train()` took and the seconds between the run's last write
 (run.json) and its return: the time spent tearing down the input pipeline.
 
-Measured on a 2-core AMD EPYC (docs/benchmarks.md, "The test suite's time"): alone, the
-teardown takes under 2 s; with a second TensorFlow process training beside it, some
-trainings wait 5-20 s (3 of 10 in two runs), the main thread idle in the destructor of
-the distributed dataset's iterator (tf.data's MultiDeviceIterator, then the host
-pipeline's RootDataset iterator joining one of its threads). A CPU-bound process that is not
-TensorFlow does not cause it.
+Measured on a 2-core AMD EPYC (docs/benchmarks.md, "The test suite's time"): some
+trainings waited 5-20 s (3 of 10 in two runs with a second process; 50-55 s in 2 of 6 lone
+16-epoch ones), the main thread idle in the destructor of the host pipeline's RootDataset
+iterator, joining tf.data's autotuning thread. `train()` now drops the iterator on a thread
+of its own (actrec.train.input_pipelines.drop_in_background): this prints about 0 s.
 """
 
 from __future__ import annotations

@@ -15,17 +15,19 @@ TEARDOWN_THREAD_NAME = "actrec-input-teardown"
 
 
 def drop_in_background(holder: list) -> None:
-    """Empties the list `holder` on a daemon thread: a value whose last reference the list
+    """Empties the list `holder` on another thread: a value whose last reference the list
     held is destroyed there, not on the caller's thread (the caller keeps no other).
 
     For a tf.data iterator: its destructor joins tf.data's autotuning thread, which sleeps
     between optimisations for up to a minute once the pipeline has run that long, and is
     not woken by the cancellation (measured: `train()` of the 16-epoch synthetic TSM
     returned 50-55 s after its run was written, idle in RootDataset::Iterator's destructor,
-    in about one of four trainings; docs/benchmarks.md, "The test suite's time"). The
-    thread only waits; a process that exits meanwhile does not wait for it.
+    in 2 of 6 trainings; docs/benchmarks.md, "The test suite's time"). The thread is not a
+    daemon: a process that ends waits for it (a daemon thread stopped inside TensorFlow's
+    destructor aborts the process), so the wait moves from `train()` to the process's exit,
+    where nothing else waits for it.
     """
-    threading.Thread(target=holder.clear, name=TEARDOWN_THREAD_NAME, daemon=True).start()
+    threading.Thread(target=holder.clear, name=TEARDOWN_THREAD_NAME).start()
 
 
 def batch_phase_start(train_config, epoch: int) -> int:
@@ -81,7 +83,7 @@ class PhaseBatches:
 
     def release(self) -> None:
         """Lets go of the current iterator (`drop_in_background`: its teardown can wait up
-        to a minute); the next `for_epoch` builds a new one."""
+        to a minute, on another thread); the next `for_epoch` builds a new one."""
         if self.batches is not None:
             holder, self.batches = [self.batches], None
             drop_in_background(holder)

@@ -1,4 +1,4 @@
-"""A training's input iterator is torn down on a daemon thread: its destructor can wait up
+"""A training's input iterator is torn down on a thread of its own: its destructor can wait up
 to a minute for tf.data's autotuning thread (actrec.train.input_pipelines)."""
 
 from __future__ import annotations
