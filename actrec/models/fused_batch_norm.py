@@ -4,15 +4,17 @@ Keras 3's BatchNormalization computes a batch's moments and normalises it with a
 separate ops (mean, squared difference, subtract, multiply, ... and their gradients); Keras
 2 (tf.keras) ran TensorFlow's fused kernel, FusedBatchNormV3, which does the same in one op
 forward and one backward. Keras 3 offers no switch back, hence this subclass. On a CPU
-(oneDNN) the synthetic TSM's training step (MobileNetV2) takes 1.3x less time and about a
-quarter less CPU, and tracing it is faster too (`python benchmarks/batch_norm.py`).
+with AVX-512 (oneDNN) the synthetic TSM's training step (MobileNetV2) is 1.33x faster with a
+quarter less CPU, 1.1x with AVX2 or Eigen kernels, and tracing it 1.2-1.3x faster
+(`python benchmarks/batch_norm.py`).
 
 The layer is Keras' own in every case but one: training with TensorFlow, a channels-last
-input of rank 4 ([N, H, W, C]), no mask, and neither renormalisation nor synchronised
-statistics. There it computes what Keras computes (the same output, gradients and
-moving-statistics update; the kernel's variance is the unbiased one, rescaled to the
-biased one Keras uses). In inference it is always Keras' layer, so exports (SavedModel,
-TFLite, ONNX) are unchanged, and its weights and their names are BatchNormalization's.
+input of rank 4 ([N, H, W, C]), no mask, neither renormalisation nor synchronised
+statistics, and an epsilon of at least 1e-5 (cuDNN's minimum). There it computes what
+Keras computes (the same output, gradients and moving-statistics update; the kernel's
+variance is the unbiased one, rescaled to the biased one Keras uses). In inference it is
+always Keras' layer, so exports (SavedModel, TFLite, ONNX) are unchanged, and its weights
+and their names are BatchNormalization's.
 """
 
 from __future__ import annotations
