@@ -83,17 +83,20 @@ class Cluster:
         self.hidden.mkdir()
         self.env = {**os.environ, **RAY_ENV}
         ray = [sys.executable, "-m", "ray.scripts.scripts", "start"]
-        self.head = subprocess.Popen(
-            [
-                *("unshare", "--net", "sh", "-c", 'ip link set lo up && exec "$@"', "sh", *ray),
-                *("--head", "--port", str(PORT), "--temp-dir", str(folder / "r")),
-                *(*NODE_OPTIONS, "--include-dashboard", "false"),
-            ],
-            env=self.env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
+        self.head_log = folder / "head.log"
+        with self.head_log.open("w") as log:
+            self.head = subprocess.Popen(
+                [
+                    *("unshare", "--net", "sh", "-c", 'ip link set lo up && exec "$@"', "sh", *ray),
+                    *("--head", "--port", str(PORT), "--temp-dir", str(folder / "r")),
+                    *(*NODE_OPTIONS, "--include-dashboard", "false"),
+                ],
+                env=self.env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
         self.enter = ["nsenter", f"--net=/proc/{self.head.pid}/ns/net"]
+        self._wait_for_the_head_namespace()
         self.worker_command = [
             *self.enter,
             *("unshare", "--mount", "--propagation", "private", "sh", "-c"),
@@ -101,6 +104,20 @@ class Cluster:
             *("sh", *ray, "--address", f"127.0.0.1:{PORT}", *NODE_OPTIONS),
         ]
         self.worker = None
+
+    def _wait_for_the_head_namespace(self, seconds: float = 60) -> None:
+        """Until the head's process has left this process's network namespace.
+
+        Right after Popen, /proc/PID/ns/net is still this namespace (`unshare` has not run
+        yet): an nsenter then would join the machine's network, where nothing listens on
+        PORT. On a loaded machine that window is long enough to lose the whole cluster.
+        """
+        own = os.readlink("/proc/self/ns/net")
+        deadline = time.monotonic() + seconds
+        while os.readlink(f"/proc/{self.head.pid}/ns/net") == own:
+            assert self.head.poll() is None, f"the head exited: {self.head_log.read_text()}"
+            assert time.monotonic() < deadline, "the head got no network namespace"
+            time.sleep(0.01)
 
     def start_worker(self) -> None:
         self.worker = subprocess.Popen(
@@ -134,7 +151,8 @@ class Cluster:
             text=True,
             timeout=timeout,
         )
-        assert result.returncode == 0, result.stderr
+        head = "" if self.head.poll() is None else f"the head exited: {self.head_log.read_text()}"
+        assert result.returncode == 0, f"{result.stderr}{head}"
         return result.stdout
 
     def prepare(self, *arguments: str) -> list[str]:
