@@ -72,5 +72,38 @@ def _register_commands() -> None:
 
 _register_commands()
 
+
+def run() -> None:
+    """The `actrec` console script: `main`, then the process's end.
+
+    A training leaves its input pipelines' teardown on a thread of its own
+    (actrec.train.input_pipelines.drop_in_background: tf.data's destructor can wait up to a
+    minute), which Python's exit would wait for: a finished `actrec train` sat 20 s after
+    its last line. Once the command has returned, everything it wrote is written, so the
+    process ends without waiting for that thread (os._exit, after flushing its output).
+    Only the console script does this: `main` called in a process (tests, CliRunner)
+    returns as any click command.
+    """
+    try:
+        main()
+        code = 0
+    except SystemExit as exit_:
+        code = exit_.code
+        from actrec.train.input_pipelines import teardown_pending
+
+        if not teardown_pending():
+            raise
+    import logging
+
+    if not isinstance(code, int):  # sys.exit(message): printed, status 1, as Python does
+        if code is not None:
+            print(code, file=sys.stderr)
+        code = 0 if code is None else 1
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    main()
+    run()

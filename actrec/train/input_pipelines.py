@@ -30,6 +30,12 @@ def drop_in_background(holder: list) -> None:
     threading.Thread(target=holder.clear, name=TEARDOWN_THREAD_NAME).start()
 
 
+def teardown_pending() -> bool:
+    """Whether a `drop_in_background` thread is still destroying an iterator (a process
+    that ends now would wait for it)."""
+    return any(thread.name == TEARDOWN_THREAD_NAME for thread in threading.enumerate())
+
+
 def batch_phase_start(train_config, epoch: int) -> int:
     """The first epoch of the run of epochs that share `epoch`'s global batch."""
     from actrec.train.schedule import global_batch_size
