@@ -41,17 +41,16 @@ def build_backbone(name: str, input_shape: tuple[int | None, int | None, int]) -
 
     input_shape: [H, W, C]. Output: [N, feature_width] (global average pooling).
 
-    It is `build_plain_backbone` with the layers that actrec trains faster swapped in
-    (actrec.models.training_layers: TensorFlow's fused BatchNorm kernel, a cheap depthwise
-    filter gradient on inputs smaller than the kernel; the same values). For EfficientNet (v1)
+    It is `build_plain_backbone` with every BatchNormalization trained by TensorFlow's fused
+    kernel (actrec.models.fused_batch_norm: the same values, faster). For EfficientNet (v1)
     it also inserts the weightless rescaling Keras adds only when it loads ImageNet weights
     itself (keras/src/applications/efficientnet.py, keras issue tensorflow#49930), so that
     the published weights see the input scale they were trained on.
     """
-    from actrec.models.training_layers import with_training_layers
+    from actrec.models.fused_batch_norm import with_fused_batch_normalization
 
     spec = backbone_spec(name)
-    model = with_training_layers(build_plain_backbone(name, input_shape))
+    model = with_fused_batch_normalization(build_plain_backbone(name, input_shape))
     if spec.constructor.startswith("EfficientNetB"):
         from actrec.models.graph_edit import efficientnet_with_imagenet_rescaling
 

@@ -70,3 +70,19 @@ class FusedBatchNormalization(keras.layers.BatchNormalization):
             and not getattr(self, "synchronized", False)
             and self.epsilon >= _SMALLEST_FUSED_EPSILON
         )
+
+
+def with_fused_batch_normalization(model: keras.Model) -> keras.Model:
+    """Returns functional `model` with each BatchNormalization layer replaced by a
+    FusedBatchNormalization of the same config and name (new, unbuilt: meant for a network
+    whose weights are not loaded yet); every other layer is the original object. The copy
+    keeps the model's name, and its weight list is the original's."""
+
+    def fused(layer):
+        if type(layer) is keras.layers.BatchNormalization:
+            return FusedBatchNormalization.from_config(layer.get_config())
+        return layer
+
+    copy = keras.models.clone_model(model, clone_function=fused)
+    copy.name = model.name
+    return copy

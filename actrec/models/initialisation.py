@@ -18,7 +18,6 @@ import numpy as np
 
 from actrec.errors import WeightsError
 from actrec.models.backbones import build_plain_backbone
-from actrec.models.training_layers import weight_class
 
 
 def layers_with_weights(model: keras.Model) -> list[keras.layers.Layer]:
@@ -48,6 +47,14 @@ def cross_modality_weight(source: np.ndarray, target_shape: tuple[int, ...]) -> 
     return np.repeat(mean, target_shape[axis], axis=axis).astype(source.dtype)
 
 
+def _weight_class(layer: keras.layers.Layer) -> type:
+    """The class whose weights `layer` holds: BatchNormalization for its fused subclass
+    (actrec.models.fused_batch_norm), else the layer's own."""
+    if isinstance(layer, keras.layers.BatchNormalization):
+        return keras.layers.BatchNormalization
+    return type(layer)
+
+
 def copy_backbone_weights(source: keras.Model, target: keras.Model) -> None:
     """Copies every weight of `source` into `target` (layers paired in order, classes and
     names checked); weights that differ only in input channels get the cross-modality map.
@@ -60,7 +67,7 @@ def copy_backbone_weights(source: keras.Model, target: keras.Model) -> None:
             f"weights) into {target.name!r} ({len(target_layers)}): not the same network"
         )
     for source_layer, target_layer in zip(source_layers, target_layers, strict=True):
-        if weight_class(source_layer) is not weight_class(target_layer):
+        if _weight_class(source_layer) is not _weight_class(target_layer):
             raise WeightsError(
                 f"cannot copy weights of layer {source_layer.name!r} "
                 f"({type(source_layer).__name__}) into {target_layer.name!r} "
