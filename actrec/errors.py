@@ -55,6 +55,10 @@ class VideoReadError(ActrecError):
         super().__init__(f"{self.path}: {detail}")
 
 
+class ProcessStartError(ActrecError):
+    """This machine's worker processes exit before they run any task."""
+
+
 class WeightsError(ActrecError):
     """A pretrained weight file is missing, cannot be downloaded or fails its hash check."""
 

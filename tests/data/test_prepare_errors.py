@@ -121,3 +121,38 @@ def test_tvl1_without_contrib_says_what_to_install(small_ucf, cli_runner):
     )
     _assert_clean_failure(result, "opencv-contrib-python-headless")
     assert not (small_ucf / "out").exists()
+
+
+# A script that prepares data at its top level, without `if __name__ == "__main__":` (the
+# worker processes, spawned, import it again and fail there before any video).
+UNGUARDED_SCRIPT = """
+import sys
+from pathlib import Path
+from actrec.data.prepare.dataset import prepare_dataset
+from actrec.data.prepare.encode_video import PrepareSettings
+from actrec.data.sources import list_videos
+
+root, out = Path(sys.argv[1]), Path(sys.argv[2])
+prepare_dataset(list_videos("folder", root), out, PrepareSettings(flow="none"), workers=2)
+"""
+
+
+def test_a_script_whose_worker_processes_cannot_start_is_told_why(tmp_path):
+    """Not every video reported undecodable (the message before): the processes that encode
+    them never start, and the error says how to fix the script."""
+    import subprocess
+    import sys
+
+    for name in ("Walk/a.avi", "Walk/b.avi", "Run/c.avi", "Run/d.avi"):
+        write_tiny_video(tmp_path / "videos" / name, num_frames=9)
+    script = tmp_path / "prepare_my_videos.py"
+    script.write_text(UNGUARDED_SCRIPT)
+    result = subprocess.run(
+        [sys.executable, str(script), str(tmp_path / "videos"), str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode != 0
+    assert "ProcessStartError" in result.stderr and 'if __name__ == "__main__":' in result.stderr
+    assert not (tmp_path / "out" / "report.json").exists()  # no report of 4 "undecodable"

@@ -6,12 +6,14 @@ manifest are identical whatever the number of workers or interruptions. At most
 
 A decoder that crashes its process (a segfault on a corrupt file) does not stop the run:
 the in-flight videos are retried, the crashing one alone in its own process, and it is
-skipped as undecodable.
+skipped as undecodable, unless a fresh process cannot run any task at all (then every video
+would be "undecodable": ProcessStartError says why).
 """
 
 from __future__ import annotations
 
 import multiprocessing
+import os
 import signal
 from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
@@ -27,6 +29,7 @@ from actrec.data.prepare.encode_video import (
     encode_video,
     initialise_worker,
 )
+from actrec.errors import ProcessStartError
 
 TASKS_IN_FLIGHT_PER_WORKER = 4
 
@@ -46,12 +49,35 @@ def _new_pool(workers: int) -> ProcessPoolExecutor:
     )
 
 
+PROCESSES_DO_NOT_START = (
+    "the worker processes that encode the videos exit before they run anything, so every "
+    "video would be reported undecodable. They are started with multiprocessing's spawn, "
+    "which imports the calling script again: in a script that calls prepare_dataset, put "
+    "the code under "
+    '`if __name__ == "__main__":`, or prepare with one worker (workers=1)'
+)
+
+
+def _processes_start() -> bool:
+    """Whether a fresh worker process starts and runs a task."""
+    pool = _new_pool(1)
+    try:
+        return pool.submit(os.getpid).result() > 0
+    except BrokenProcessPool:
+        return False
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
 def _encode_isolated(task: VideoTask, settings: PrepareSettings) -> VideoResult:
-    """Encode one video alone in a fresh process; a crash skips it as undecodable."""
+    """Encode one video alone in a fresh process; a crash skips it as undecodable (a
+    ProcessStartError when no fresh process runs anything)."""
     pool = _new_pool(1)
     try:
         return pool.submit(encode_video, task, settings).result()
     except BrokenProcessPool:
+        if not _processes_start():
+            raise ProcessStartError(PROCESSES_DO_NOT_START) from None
         return VideoResult.skipped(
             task, "undecodable", "the video decoder crashed its process on this file"
         )
