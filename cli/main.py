@@ -89,10 +89,10 @@ def run() -> None:
         code = 0
     except SystemExit as exit_:
         code = exit_.code
-        from actrec.train.input_pipelines import teardown_pending
+    from actrec.train.input_pipelines import teardown_pending
 
-        if not teardown_pending():
-            raise
+    if not teardown_pending():
+        sys.exit(code)  # as Python ends any script
     import logging
 
     if not isinstance(code, int):  # sys.exit(message): printed, status 1, as Python does

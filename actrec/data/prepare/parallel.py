@@ -53,8 +53,7 @@ PROCESSES_DO_NOT_START = (
     "the worker processes that encode the videos exit before they run anything, so every "
     "video would be reported undecodable. They are started with multiprocessing's spawn, "
     "which imports the calling script again: in a script that calls prepare_dataset, put "
-    "the code under "
-    '`if __name__ == "__main__":`, or prepare with one worker (workers=1)'
+    'the code under `if __name__ == "__main__":`, or prepare with one worker (workers=1)'
 )
 
 
