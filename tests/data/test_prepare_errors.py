@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 from conftest import folder_digests, write_tiny_video
 
@@ -140,9 +143,6 @@ prepare_dataset(list_videos("folder", root), out, PrepareSettings(flow="none"), 
 def test_a_script_whose_worker_processes_cannot_start_is_told_why(tmp_path):
     """Not every video reported undecodable (the message before): the processes that encode
     them never start, and the error says how to fix the script."""
-    import subprocess
-    import sys
-
     for name in ("Walk/a.avi", "Walk/b.avi", "Run/c.avi", "Run/d.avi"):
         write_tiny_video(tmp_path / "videos" / name, num_frames=9)
     script = tmp_path / "prepare_my_videos.py"
