@@ -204,13 +204,20 @@ def test_the_fast_readme_commands_run_as_written(
 
 
 def _shown_predictions(cli_runner, words: list[str], result) -> dict[str, str]:
-    """{video: predicted class} of a README or docs `actrec predict` command: from its
-    `result` when it has --json, else from running it again with --json."""
-    if "--json" not in words:
-        result = cli_runner(*words[1:], "--json")
-        assert result.exit_code == 0, result.output
-    predictions = json.loads(result.stdout)
-    return {item["video"]: item["top_k"][0]["class"] for item in predictions}
+    """{video: predicted class} of a README or docs `actrec predict` command, as it printed
+    them: its JSON with --json, else the first row of the table under each video's name."""
+    if "--json" in words:
+        predictions = json.loads(result.stdout)
+        return {item["video"]: item["top_k"][0]["class"] for item in predictions}
+    videos = [word for word in words[2:] if word.endswith(".avi")]
+    shown, video = {}, None
+    for line in result.stdout.splitlines():
+        if line.strip() in videos:
+            video = line.strip()
+        elif video and (row := re.match(r"\s*[│|]\s*1\s*[│|]\s*(\S+)\s*[│|]", line)):
+            shown[video], video = row.group(1), None
+    assert sorted(shown) == sorted(videos), result.stdout
+    return shown
 
 
 def test_the_first_screen_holds_at_most_one_measured_time():
