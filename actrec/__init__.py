@@ -17,9 +17,3 @@ __version__ = "0.1.0"
 # is imported, which every actrec module that uses TensorFlow imports after this package.
 if _platform.machine().lower() in ("x86_64", "amd64"):
     _os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
-
-# glibc's malloc keeps what a training step frees for the next step instead of faulting the
-# same pages in again (actrec.allocator; ACTREC_MALLOC=default turns it off).
-from actrec.allocator import keep_freed_memory as _keep_freed_memory
-
-_keep_freed_memory()

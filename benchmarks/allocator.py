@@ -1,11 +1,14 @@
-"""glibc malloc's defaults against actrec's (actrec/allocator.py) on the quickstart trainings.
+"""glibc malloc's default thresholds against ones that keep freed memory for the next step,
+on the quickstart trainings (tried for issue 37 and not taken: docs/benchmarks.md).
 
     python benchmarks/allocator.py [--epochs 5] [--rounds 2] [--data PREPARED]
         [--intra-op-threads 1]
 
 Trains `synthetic-flow` and `synthetic-tsm` for `--epochs` epochs of 32 steps (no
-validation) in fresh processes, `--rounds` times each, alternating glibc's defaults
-(ACTREC_MALLOC=default) and actrec's thresholds, all in this run on this machine, and
+validation) in fresh processes, `--rounds` times each, alternating glibc's defaults and
+KEPT (an mmap threshold of 32 MiB, glibc's largest, and a trim threshold of 1 GiB, set by
+glibc's MALLOC_*_ variables: a freed tensor stays in the heap for the next step instead of
+being handed back to the kernel and faulted in again), all in this run on this machine, and
 prints each setting's median wall seconds, CPU seconds (user + system, from the child's
 rusage) and minor page faults, and the ratios. The synthetic set is prepared in a
 temporary folder unless `--data` gives one. `--intra-op-threads 1` trains as the test suite
@@ -27,13 +30,19 @@ from pathlib import Path
 from synthetic_set import prepared_synthetic_set  # benchmarks/synthetic_set.py
 
 RECIPES = ("synthetic-flow", "synthetic-tsm")
-SETTINGS = {"glibc defaults": "default", "actrec": ""}
+KEPT = {
+    "MALLOC_MMAP_THRESHOLD_": str(32 * 1024 * 1024),
+    "MALLOC_TRIM_THRESHOLD_": str(1024 * 1024 * 1024),
+    "MALLOC_TOP_PAD_": str(64 * 1024 * 1024),
+}
+SETTINGS = {"glibc defaults": {}, "kept": KEPT}
 
 
-def measured_training(prepared: Path, run_dir: Path, recipe: str, epochs: int, malloc: str,
+def measured_training(prepared: Path, run_dir: Path, recipe: str, epochs: int, malloc: dict,
                       intra_op_threads: int | None) -> dict[str, float]:  # fmt: skip
     """{"wall", "cpu", "faults"} of one `actrec train` in a fresh process."""
-    environment = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "ACTREC_MALLOC": malloc}
+    environment = {k: v for k, v in os.environ.items() if k not in KEPT}
+    environment.update({"TF_CPP_MIN_LOG_LEVEL": "3", **malloc})
     if intra_op_threads is not None:
         environment["TF_NUM_INTRAOP_THREADS"] = str(intra_op_threads)
     command = [
@@ -64,7 +73,7 @@ def main() -> None:
         for round_index in range(arguments.rounds):
             for recipe in RECIPES:
                 for name, malloc in SETTINGS.items():
-                    run_dir = root / f"{recipe}-{malloc or 'actrec'}-{round_index}"
+                    run_dir = root / f"{recipe}-{'kept' if malloc else 'default'}-{round_index}"
                     results[recipe, name].append(
                         measured_training(
                             prepared,

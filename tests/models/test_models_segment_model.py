@@ -135,7 +135,11 @@ def test_weights_copy_into_a_model_with_another_segment_count():
     copy_model_weights(model, longer)
     frames = clip_batch(batch=1, segments=3)
     expected = per_frame_features(model, frames[:, :2])
-    np.testing.assert_allclose(per_frame_features(longer, frames)[:, :2], expected, atol=1e-6)
+    # A batch of 3 frames against one of 2: the kernels may sum in another order (8e-6
+    # measured on features of about 1; a wrong copy differs by the features themselves).
+    np.testing.assert_allclose(
+        per_frame_features(longer, frames)[:, :2], expected, rtol=1e-4, atol=1e-5
+    )
     with pytest.raises(ConfigError, match="weight"):
         copy_model_weights(model, tiny(num_segments=2))
 
