@@ -209,7 +209,7 @@ def _shown_predictions(cli_runner, words: list[str], result) -> dict[str, str]:
     if "--json" in words:
         predictions = json.loads(result.stdout)
         return {item["video"]: item["top_k"][0]["class"] for item in predictions}
-    videos = [word for word in words[2:] if word.endswith(".avi")]
+    videos = [word for word in words[2:] if Path(word).is_file()]  # the VIDEO arguments
     shown, video = {}, None
     for line in result.stdout.splitlines():
         if line.strip() in videos:
