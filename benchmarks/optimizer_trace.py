@@ -1,5 +1,7 @@
-"""How long a one-step training takes with actrec's Adam update (the step's rate built once
-per update) against Keras' own (built once per variable), on the same recipe and data.
+"""How long a one-step training takes with actrec's Adam update (TensorFlow's fused
+ResourceApplyAdam kernel, one op per variable, the step's scalars built once per update)
+against Keras' own (ten ops per variable, built once per variable), on the same recipe and
+data.
 
     python benchmarks/optimizer_trace.py [--rounds 3]
 

@@ -153,10 +153,16 @@ def test_multipliers_scale_the_rate_of_exactly_their_variables(name):
 
 
 @pytest.mark.parametrize("weight_decay_mode", ["coupled", "decoupled"])
-def test_adam_with_shared_step_rates_equals_keras_adam_bit_for_bit(weight_decay_mode):
-    """actrec's Adam builds each step's rate once per multiplier (adam_update); three traced
-    steps with multipliers, weight decay and clipping give exactly the weights of Keras'
-    own Adam.update_step on the same gradients, and build fewer ops."""
+def test_fused_adam_equals_keras_adam_and_builds_fewer_ops(weight_decay_mode):
+    """actrec's Adam runs TensorFlow's fused kernel with each step's scalars built once per
+    multiplier (adam_update); three traced steps with multipliers, weight decay and clipping
+    give the weights of Keras' own Adam.update_step on the same gradients, and build fewer
+    ops. Not bit for bit: the kernel takes 1 - beta_2 in float32 (1 - 0.999f = 0.00100005,
+    Keras 0.001), so each step moves a weight by up to 5e-5 of its update more or less:
+    every weight is within 1e-4 of its move of Keras' (a wrong multiplier or decay is off
+    by the whole move). The conv bias under BatchNorm is left out: BatchNorm subtracts it,
+    so its gradient is float noise (1e-7, Adam's epsilon's size) and its step follows the
+    rounding."""
     from types import MethodType
 
     from actrec.train.step import decayed_gradient_and_rate
@@ -176,6 +182,7 @@ def test_adam_with_shared_step_rates_equals_keras_adam_bit_for_bit(weight_decay_
     for reference in (False, True):
         keras.utils.set_random_seed(3)
         model = stem_model()
+        initial = [np.array(variable.value) for variable in model.trainable_variables]
         optimizer = build_optimizer(settings, model)
         if reference:
             optimizer.update_step = MethodType(keras_update_step, optimizer)
@@ -191,8 +198,13 @@ def test_adam_with_shared_step_rates_equals_keras_adam_bit_for_bit(weight_decay_
         graph = step.get_concrete_function(gradients, tf.constant(0.01)).graph
         ops_built.append(len(graph.get_operations()))
         models.append(model)
-    for mine, keras_own in zip(*(m.trainable_variables for m in models), strict=True):
-        np.testing.assert_array_equal(np.array(mine.value), np.array(keras_own.value))
+    mine_and_keras = zip(*(m.trainable_variables for m in models), strict=True)
+    for (mine, keras_own), start in zip(mine_and_keras, initial, strict=True):
+        if short(mine) == "stem/bias":
+            continue
+        move = np.abs(np.array(keras_own.value) - start).max()
+        difference = np.abs(np.array(mine.value) - np.array(keras_own.value)).max()
+        assert difference <= 1e-4 * move, (short(mine), difference, move)
     assert ops_built[0] < ops_built[1], ops_built
 
 
