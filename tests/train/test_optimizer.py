@@ -285,3 +285,32 @@ def test_a_multiplier_for_a_missing_layer_is_an_error():
         validate_train_section(TrainConfig(bias_lr_mult=0))
     with pytest.raises(ConfigError, match="weight_decay_mode='l2'"):
         validate_train_section(TrainConfig(weight_decay_mode="l2"))
+
+
+def traced_apply(optimizer, variable):
+    """A tf.function applying a gradient to `variable` with `optimizer`."""
+    return tf.function(lambda gradient: optimizer.apply([gradient], [variable]), autograph=False)
+
+
+@pytest.mark.parametrize(("momentum", "nesterov"), [(0.0, False), (0.9, False), (0.9, True)])
+def test_fused_sgd_equals_keras_sgd_bit_for_bit(momentum, nesterov):
+    """sgd_update (ResourceApplyKerasMomentum / ResourceApplyGradientDescent) gives exactly
+    the weights of Keras' own SGD.update_step in three traced steps."""
+    from types import MethodType
+
+    from actrec.train.optimizer import sgd_update
+
+    weights = []
+    for fused in (False, True):
+        variable = keras.Variable(np.random.default_rng(0).normal(size=(5,)).astype("float32"))
+        optimizer = keras.optimizers.SGD(learning_rate=0.1, momentum=momentum, nesterov=nesterov)
+        optimizer.build([variable])
+        if fused:
+            optimizer.update_step = MethodType(sgd_update, optimizer)
+
+        step = traced_apply(optimizer, variable)
+        for index in range(3):
+            step(tf.constant(np.random.default_rng(index + 1).normal(size=(5,)), tf.float32))
+        weights.append(np.array(variable.value))
+    assert not np.array_equal(weights[0], np.random.default_rng(0).normal(size=(5,)))
+    np.testing.assert_array_equal(weights[1], weights[0])
