@@ -24,6 +24,7 @@ import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from actrec.cluster.coordination import configure_peer_timeout
 from actrec.config.checks import require_choice
 from actrec.config.choices import COMMUNICATIONS
 from actrec.config.choices import STRATEGIES as STRATEGY_KINDS
@@ -239,7 +240,9 @@ def _slurm_resolver(environ: Mapping[str, str], num_tasks: int):
     return resolver
 
 
-def _multi_worker_strategy(cluster: ClusterInfo, environ, communication, timeout_seconds):
+def _multi_worker_strategy(
+    cluster: ClusterInfo, environ, communication, timeout_seconds, peer_timeout
+):
     import tensorflow as tf
 
     if cluster.source == "tf_config":
@@ -249,6 +252,8 @@ def _multi_worker_strategy(cluster: ClusterInfo, environ, communication, timeout
     else:
         # A single local worker: MultiWorkerMirroredStrategy runs as one worker.
         resolver = None
+    if resolver is not None and peer_timeout is not None:
+        configure_peer_timeout(resolver, peer_timeout)
     try:
         strategy = tf.distribute.MultiWorkerMirroredStrategy(
             cluster_resolver=resolver,
@@ -289,6 +294,7 @@ def build_strategy(
     environ: Mapping[str, str] | None = None,
     *,
     timeout_seconds: float | None = None,
+    peer_timeout: float | None = None,
 ):
     """The tf.distribute.Strategy of this process.
 
@@ -301,6 +307,8 @@ def build_strategy(
     environ: the environment to read TF_CONFIG / SLURM_* from (default: os.environ;
         SlurmClusterResolver itself always reads os.environ).
     timeout_seconds: abort a collective that waits longer than this (default: never).
+    peer_timeout: seconds without a peer's heartbeat before the run stops (multi-worker
+        only; default: TensorFlow's, 10 s).
     Raises ConfigError for an unknown kind / communication or a malformed cluster.
     """
     require_choice("strategy", kind, STRATEGY_KINDS)
@@ -318,7 +326,9 @@ def build_strategy(
             f"describes {cluster.num_workers} workers; use 'auto' or 'multi-worker'"
         )
     if kind == "multi-worker":
-        return _multi_worker_strategy(cluster, environ, communication, timeout_seconds)
+        return _multi_worker_strategy(
+            cluster, environ, communication, timeout_seconds, peer_timeout
+        )
     if kind == "mirrored":
         import tensorflow as tf
 

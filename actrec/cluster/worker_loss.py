@@ -1,8 +1,10 @@
 """A lost worker, said in one message instead of a TensorFlow traceback.
 
 When a peer process dies (SIGKILL, a crash) or stops answering (SIGSTOP, a hung node),
-TensorFlow's coordination service notices by its heartbeats (measured: 7 s after a SIGKILL,
-15 s after a SIGSTOP; a slow step does not stop heartbeats, so it cannot trigger this) and
+TensorFlow's coordination service notices by its heartbeats (measured with its default
+10 s timeout: 1-7 s after a SIGKILL, 9-15 s after a SIGSTOP; 5 s after a SIGSTOP with
+`runtime.peer_timeout` 3 s; a slow step does not stop heartbeats, so it cannot trigger
+this) and
 every surviving worker's next collective fails with UnavailableError / AbortedError ("Socket
 closed", "tasks are unhealthy (stopped sending heartbeats)"). The survivor then stops with
 WorkerLostError: which task was lost when TensorFlow names it, the step, the last checkpoint

@@ -285,6 +285,9 @@ class RuntimeConfig:
     checkpoint_every_steps: 0 = checkpoints at epoch ends only.
     validate_every_epochs: 0 = never.
     steps_per_epoch: None = training videos // global batch (at least 1).
+    peer_timeout: seconds a multi-worker run's peer may stop sending heartbeats before the
+        others stop with the restart status (TensorFlow's coordination-service heartbeat
+        timeout); None = TensorFlow's default, 10 s.
     """
 
     seed: int = at_least(0, 0)
@@ -296,6 +299,7 @@ class RuntimeConfig:
     validate_every_epochs: int = at_least(1, 0)
     log_every_steps: int = at_least(10, 1)
     steps_per_epoch: int | None = at_least(None, 1, optional=True)
+    peer_timeout: float | None = at_least(None, 1, optional=True)
 
 
 @dataclass(frozen=True)

@@ -179,7 +179,10 @@ def _started_strategy(recipe, environ):
 
     if auto_fields(recipe):
         prepare_devices_for_probing()  # before the strategy starts TensorFlow's runtime
-    return build_strategy(recipe.runtime.strategy, recipe.runtime.communication, environ)
+    runtime = recipe.runtime
+    return build_strategy(
+        runtime.strategy, runtime.communication, environ, peer_timeout=runtime.peer_timeout
+    )
 
 
 def _decided_batch(strategy, requested, recipe, cluster, has_run, data, memory_budget, progress):

@@ -68,7 +68,8 @@ def launch(num_workers: int, out: Path, *arguments: str) -> None:
 @pytest.fixture(scope="module")
 def two_workers(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("two-workers")
-    launch(2, out, *[argument for scenario in SCENARIOS for argument in ("--scenario", scenario)])
+    scenarios = [argument for scenario in SCENARIOS for argument in ("--scenario", scenario)]
+    launch(2, out, "--peer-timeout", "30", *scenarios)
     return out
 
 
@@ -101,6 +102,13 @@ def test_allreduce_workers_finish_with_identical_weights(two_workers):
         np.testing.assert_array_equal(a, b)
     assert summary(two_workers, "allreduce", 0)["replicas"] == 2
     assert summary(two_workers, "allreduce", 0)["num_traces"] == 1
+
+
+def test_peer_timeout_sets_the_coordination_services_heartbeat_timeout(two_workers):
+    """runtime.peer_timeout's value (30 s here) is the heartbeat timeout both workers'
+    coordination service runs with (0 would be TensorFlow's default)."""
+    for worker in (0, 1):
+        assert summary(two_workers, "allreduce", worker)["heartbeat_timeout_ms"] == 30_000
 
 
 def test_two_workers_equal_one_worker_with_the_double_batch(two_workers, one_worker):

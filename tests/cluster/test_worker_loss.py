@@ -34,6 +34,7 @@ SETTINGS = [
     f"runtime.steps_per_epoch={STEPS}",
     "runtime.checkpoint_every_steps=4",
     "runtime.validate_every_epochs=0",
+    "runtime.peer_timeout=3",  # a SIGSTOP noticed in 5 s (TensorFlow's 10 s timeout: 9-15 s)
 ]
 
 

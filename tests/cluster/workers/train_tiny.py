@@ -57,7 +57,17 @@ def arguments():
     parser.add_argument("--crash-worker", type=int, default=None)
     parser.add_argument("--crash-at-step", type=int, default=1)
     parser.add_argument("--collective-timeout", type=float, default=60.0)
+    parser.add_argument("--peer-timeout", type=float, default=None)
     return parser.parse_args()
+
+
+def heartbeat_timeout_ms() -> int | None:
+    """The coordination service's heartbeat timeout this process runs with (0: TensorFlow's
+    default); None without a coordination service."""
+    from tensorflow.python.eager import context
+
+    config = context.context().coordination_service
+    return None if config is None else int(config.heartbeat_timeout_in_ms)
 
 
 def main() -> int:
@@ -65,7 +75,9 @@ def main() -> int:
     from actrec.cluster.strategy import build_strategy, worker_index
 
     # First: multi-worker collectives must be configured before any TensorFlow op.
-    strategy = build_strategy("auto", "ring", timeout_seconds=args.collective_timeout)
+    strategy = build_strategy(
+        "auto", "ring", timeout_seconds=args.collective_timeout, peer_timeout=args.peer_timeout
+    )
     import keras
     import numpy as np
     import tensorflow as tf
@@ -199,6 +211,7 @@ def main() -> int:
             "checkpoint_items": sorted(trainer.checkpoint_items()),
             "evaluation": evaluation,
             "replicas": trainer.num_replicas_in_sync,
+            "heartbeat_timeout_ms": heartbeat_timeout_ms(),
         }
         (args.out / f"{name}-worker{worker}.json").write_text(json.dumps(summary))
         print(f"{name}: {summary}", flush=True)
