@@ -1,0 +1,89 @@
+"""The README's test command at an earlier commit and at this checkout, one after the other
+on this machine: how much faster the suite got, measured where both ran.
+
+    python benchmarks/suite_versions.py [--baseline 97ab109] [--baseline-minutes 41.4]
+                                        [-k EXPRESSION]
+
+Instances of one CPU kind differ (the same tests: 11.2 and 14.1 min on two AMD EPYCs with
+AVX-512, docs/benchmarks.md), so a suite time means little beside one from another machine.
+The baseline commit's suite was measured on the other CPU kind too (97ab109: 41.4 min on a
+2-core AMD EPYC without AVX-512, where --baseline-minutes gives that figure); running it
+here beside the current suite gives the ratio of the two on one machine, and so what the
+current suite would take there. Checks the baseline out into a temporary git worktree and
+runs `python -m pytest` in it, its own `actrec` and `actrec_cli` first on PYTHONPATH (so its
+tests and the processes they start import it, not the installed checkout), then the same
+command here. Prints each suite's wall time and pytest's summary line, their ratio and the
+estimate (-k: only the tests pytest's -k selects, in both, to compare a part). Long: two
+whole suites (about half an hour); run it alone on the idle machine. 97ab109's
+console-script test fails here (it runs the installed script, this checkout's); 1 failed, 989 passed
+on 2026-11-27.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def timed_suite(checkout: Path, python_path: str | None, select: str | None):
+    """(wall seconds, pytest's summary line) of the README's test command in `checkout`,
+    with `-k select` when given."""
+    environment = dict(os.environ)
+    if python_path:
+        environment["PYTHONPATH"] = python_path
+    start = time.perf_counter()
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+        + (["-k", select] if select else []),
+        cwd=checkout, env=environment, capture_output=True, text=True,
+    )  # fmt: skip
+    seconds = time.perf_counter() - start
+    lines = [line for line in result.stdout.splitlines() if re.search(r"\d+ (passed|failed)", line)]
+    return seconds, lines[-1] if lines else f"exit {result.returncode}, no summary"
+
+
+def baseline_path(worktree: Path, folder: Path) -> str:
+    """A PYTHONPATH whose `actrec` and `actrec_cli` are the worktree's (pyproject.toml
+    installs cli/ as actrec_cli)."""
+    (folder / "actrec").symlink_to(worktree / "actrec")
+    (folder / "actrec_cli").symlink_to(worktree / "cli")
+    return str(folder)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--baseline", default="97ab109", help="the earlier commit")
+    parser.add_argument(
+        "--baseline-minutes", type=float, default=41.4,
+        help="the baseline's suite measured on the other machine (97ab109: 41.4 min)",
+    )  # fmt: skip
+    parser.add_argument("-k", dest="select", help="pytest's -k: only these tests, in both")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="actrec-suites-") as scratch:
+        worktree, links = Path(scratch) / "baseline", Path(scratch) / "path"
+        links.mkdir()
+        subprocess.run(
+            ["git", "worktree", "add", "--detach", str(worktree), args.baseline],
+            cwd=ROOT, check=True, capture_output=True,
+        )  # fmt: skip
+        try:
+            old, old_line = timed_suite(worktree, baseline_path(worktree, links), args.select)
+        finally:
+            subprocess.run(["git", "worktree", "remove", "--force", str(worktree)], cwd=ROOT)
+    print(f"{args.baseline}: {old / 60:.1f} min ({old_line})", flush=True)
+    new, new_line = timed_suite(ROOT, None, args.select)
+    print(f"this checkout: {new / 60:.1f} min ({new_line})")
+    print(f"ratio {new / old:.2f}: {args.baseline_minutes:.1f} min there -> about "
+          f"{args.baseline_minutes * new / old:.1f} min for this checkout")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
