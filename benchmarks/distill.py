@@ -4,6 +4,7 @@
     python benchmarks/distill.py [--data PREPARED] [--out DIR] [--seeds 0 1 2 3 4]
         [--recipes synthetic-tsm synthetic-tsm-online] [--teacher FLOW_RUN]
         [--set SECTION.KEY=VALUE ...]  (applied to the distilled runs only)
+        [--set-all SECTION.KEY=VALUE ...]  (applied to the plain and distilled runs)
         [--no-plain]
 
 Trains the teacher (`synthetic-flow`, seed 0) once unless --teacher is given, then for
@@ -76,6 +77,10 @@ def main() -> None:
     parser.add_argument("--recipes", nargs="+", default=["synthetic-tsm", "synthetic-tsm-online"])
     parser.add_argument("--teacher", type=Path, help="a finished flow run (default: train one)")
     parser.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE")
+    parser.add_argument(
+        "--set-all", action="append", default=[], metavar="SECTION.KEY=VALUE",
+        help="a setting of both kinds of run (plain and distilled): the same epochs, sampling...",
+    )  # fmt: skip
     parser.add_argument("--no-plain", action="store_true", help="distilled runs only")
     args = parser.parse_args()
     out = args.out or Path(tempfile.mkdtemp(prefix="actrec-distill-"))
@@ -83,17 +88,21 @@ def main() -> None:
     prepared = args.data or prepared_synthetic_set(out)
     teacher = args.teacher or trained("synthetic-flow", prepared, out / "teacher", [])
     tag = "-".join(setting.replace("=", "_") for setting in args.set)
+    common = "-".join(setting.replace("=", "_") for setting in args.set_all)
     print(f"teacher {teacher}; distilled with {args.set or 'the recipe defaults'}; runs in {out}")
+    if args.set_all:
+        print(f"both kinds with {args.set_all}")
     print("| recipe | kind | seed | test top-1 | rotations right | true direction | clips/s |")
     print("|---|---|---|---|---|---|---|")
     results: dict[tuple[str, str], list[dict]] = {}
     for recipe in args.recipes:
-        kinds = [("distilled", args.set, teacher)]
+        kinds = [("distilled", [*args.set_all, *args.set], teacher)]
         if not args.no_plain:
-            kinds.insert(0, ("plain", [], None))
+            kinds.insert(0, ("plain", args.set_all, None))
         for seed in args.seeds:
             for kind, settings, source in kinds:
-                name = f"{recipe}-{kind}{'-' + tag if tag and source else ''}-{seed}"
+                name = f"{recipe}-{kind}{'-' + tag if tag and source else ''}"
+                name += f"{'-' + common if common else ''}-{seed}"
                 run = trained(recipe, prepared, out / name, [f"runtime.seed={seed}", *settings],
                               source)  # fmt: skip
                 row = figures(run)
