@@ -87,8 +87,7 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
     prepared = args.data or prepared_synthetic_set(out)
     teacher = args.teacher or trained("synthetic-flow", prepared, out / "teacher", [])
-    tag = "-".join(setting.replace("=", "_") for setting in args.set)
-    common = "-".join(setting.replace("=", "_") for setting in args.set_all)
+    tag, common = ("-".join(s.replace("=", "_") for s in sets) for sets in (args.set, args.set_all))
     print(f"teacher {teacher}; distilled with {args.set or 'the recipe defaults'}; runs in {out}")
     if args.set_all:
         print(f"both kinds with {args.set_all}")
