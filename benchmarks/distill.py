@@ -8,7 +8,8 @@
         [--no-plain]
 
 Trains the teacher (`synthetic-flow`, seed 0) once unless --teacher is given, then for
-every recipe and seed the plain run and the distilled run, each in a fresh process, one
+every recipe and seed the plain run and the distilled run (the recipe's `-mars` twin, e.g.
+`synthetic-tsm-mars`, from that teacher), each in a fresh process, one
 after another, the same epochs, and evaluates each run's final weights on the test split
 (centre view). Prints a row per run: test top-1, the rotation videos right, the mean
 probability of the true rotation direction between the two directions (0.5: not learned;
@@ -102,8 +103,9 @@ def main() -> None:
             for kind, settings, source in kinds:
                 name = f"{recipe}-{kind}{'-' + tag if tag and source else ''}"
                 name += f"{'-' + common if common else ''}-{seed}"
-                run = trained(recipe, prepared, out / name, [f"runtime.seed={seed}", *settings],
-                              source)  # fmt: skip
+                trained_recipe = f"{recipe}-mars" if source else recipe  # its distilled twin
+                run = trained(trained_recipe, prepared, out / name,
+                              [f"runtime.seed={seed}", *settings], source)  # fmt: skip
                 row = figures(run)
                 results.setdefault((recipe, kind), []).append(row)
                 print(

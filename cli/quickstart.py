@@ -28,9 +28,9 @@ SIZE_NAMES = ("full", "small")
     help="full: the README's quickstart (a few minutes); small: a reduced run (about a minute).",
 )
 def quickstart(workdir, size):
-    """Generate the synthetic set, prepare it with optical flow, train an RGB TSN, an RGB TSM
-    and a flow TSN, evaluate them and the TSM + flow fusion, export that two-stream
-    SavedModel and predict a new video."""
+    """Generate the synthetic set, prepare it with optical flow, train an RGB TSN, a flow TSN
+    and an RGB TSM distilled from it, evaluate them and the TSM + flow fusion, export that
+    two-stream SavedModel and predict a new video."""
     import_tensorflow_quietly()
     from actrec.quickstart.stages import run_quickstart
 

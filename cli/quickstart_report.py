@@ -7,8 +7,8 @@ from rich.table import Table
 
 STREAM_LABELS = {
     "rgb": "RGB TSN",
-    "tsm": "RGB TSM",
     "flow": "flow TSN",
+    "tsm": "RGB TSM (distilled)",
     "fused": "TSM + flow (fused)",
 }
 

@@ -64,7 +64,8 @@ from actrec_cli.train_report import (
     metavar="FLOW_RUN_OR_EXPORT",
     help="Distil a flow model's motion into this RGB model (MARS): a finished flow run "
     "directory or an `actrec export` folder with a flow stream, frozen; the loss adds "
-    "train.distill_weight (50) x the squared distance of the pooled features. The data "
+    "train.distill_weight x the squared distance of the features train.distill_features "
+    "names (the pooled features, or one layer's maps: the -mars recipes). The data "
     "must hold the teacher's flow. Sets train.distill_from=PATH.",
 )
 @click.option(

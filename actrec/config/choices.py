@@ -30,7 +30,7 @@ WeightDecayMode = Literal["coupled", "decoupled"]
 MixedPrecision = Literal["none", "float16", "bfloat16"]
 Strategy = Literal["auto", "one-device", "mirrored", "multi-worker"]
 Communication = Literal["auto", "ring", "nccl"]
-DistillFeatures = Literal["clip", "segments", "logits"]
+DistillFeatures = Literal["clip", "segments", "logits", "maps"]
 
 MODALITIES: tuple[str, ...] = get_args(Modality)
 SAMPLINGS: tuple[str, ...] = get_args(Sampling)

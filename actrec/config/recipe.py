@@ -212,7 +212,11 @@ class TrainConfig:
         when the widths differ) and the teacher's on the same clip (MARS's alpha: 50).
         distill_features: "clip" (the features averaged over the segments: MARS matches one
         clip feature of a 3D network, actrec's 2D adaptation) or "segments" (each
-        segment's). None: no distillation.
+        segment's), "logits" (the teacher's class scores), or "maps" (FitNets' hints:
+        each segment's output map of the backbone layer distill_layer, e.g. MobileNetV2's
+        "block_5_add", through a learned 1x1 projection on the student's side, against the
+        teacher's map of the same layer resized to the student's grid). None: no
+        distillation.
 
     Divergence (actrec.train.divergence): a non-finite loss, a loss above loss_upper_bound,
     or one above loss_explosion_factor x the mean of the 5 before it (None: that test is
@@ -273,6 +277,7 @@ class TrainConfig:
     distill_from: str | None = None
     distill_weight: float = checked(50.0, _positive, "use a weight > 0 (MARS: 50)")
     distill_features: DistillFeatures = "clip"
+    distill_layer: str | None = None
 
 
 @dataclass(frozen=True)

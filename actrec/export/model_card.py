@@ -132,7 +132,7 @@ def _stream_section(stream: ExportedStream, metadata_entry: dict) -> list[str]:
             f"`{teacher.get('recipe')}`, {str(teacher.get('architecture', '?')).upper()} "
             f"{teacher.get('backbone')}, {teacher.get('new_length')} {teacher.get('flow')} "
             f"flow fields, SHA-256 {teacher.get('sha256')}), MARS: train.distill_weight "
-            f"{train.distill_weight:g}, {train.distill_features} features. The model reads "
+            f"{train.distill_weight:g}, {_matched(train)}. The model reads "
             "RGB frames only: the teacher was used in training, not here"
         )
     converted = record.get("converted_from")
@@ -265,3 +265,10 @@ def model_card(name: str, streams: Sequence[ExportedStream], metadata: dict) -> 
         "",
     ]
     return "\n".join(lines)
+
+
+def _matched(train) -> str:
+    """What a distilled run matched of its teacher (train.distill_features)."""
+    if train.distill_features == "maps":
+        return f"the maps of its backbone's layer {train.distill_layer} (FitNets' hints)"
+    return f"{train.distill_features} features"

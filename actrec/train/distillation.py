@@ -25,6 +25,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from actrec.errors import ConfigError
+
 if TYPE_CHECKING:
     import keras
 
@@ -35,12 +37,14 @@ PROJECTION_LAYER = "distill_projection"
 class DistillationSettings:
     """What the trainer needs to distil: `teacher_builder()` builds the teacher's
     keras.Model (flow clips -> logits, its trained weights loaded; actrec.train.teacher),
-    weight (train.distill_weight), features (train.distill_features)."""
+    weight (train.distill_weight), features (train.distill_features), layer
+    (train.distill_layer: the backbone layer whose maps "maps" matches)."""
 
     teacher_builder: Callable[[], keras.Model]
     weight: float
     features: str
     num_segments: int
+    layer: str | None = None
 
 
 class Distillation:
@@ -61,6 +65,9 @@ class Distillation:
         self.features = settings.features
         teacher = settings.teacher_builder()
         teacher.trainable = False
+        if self.features == "maps":
+            self._match_maps(student, teacher, settings)
+            return
         self.teacher = keras.Model(
             teacher.inputs,
             self._pooled(teacher, settings.num_segments),
@@ -77,6 +84,45 @@ class Distillation:
             student_features = self.projection(student_features)
         self.trained_model = keras.Model(
             student.inputs, [student.outputs[0], student_features], name="distilled_student"
+        )
+
+    def _match_maps(self, student: keras.Model, teacher: keras.Model, settings) -> None:
+        """FitNets' hints (Romero et al., ICLR 2015): the student's map of the backbone layer
+        `settings.layer` [B*S, h, w, c] through a learned 1x1 projection (FitNets'
+        regressor; always, even at equal widths) against the teacher's map of the same
+        layer, bilinearly resized to the student's grid [B*S, h, w, c'] (the teacher works
+        at its own, smaller input size); both as [B, S, h * w * c']."""
+        import keras
+
+        from actrec.models.backbone_taps import hint_layer_problem, with_backbone_map
+        from actrec.models.segment_model import SplitSegments
+
+        if not settings.layer:  # actrec.train.teacher says so before any write
+            raise ConfigError(hint_layer_problem(None, "", ""))
+        tapped_student = with_backbone_map(student, settings.layer)
+        tapped_teacher = with_backbone_map(teacher, settings.layer)
+        student_map, teacher_map = tapped_student.outputs[1], tapped_teacher.outputs[1]
+        height, width = (int(side) for side in student_map.shape[1:3])
+        if tuple(teacher_map.shape[1:3]) != (height, width):
+            teacher_map = keras.layers.Resizing(
+                height, width, interpolation="bilinear", dtype="float32"
+            )(teacher_map)
+        self.teacher = keras.Model(
+            teacher.inputs,
+            SplitSegments(settings.num_segments)(keras.layers.Flatten()(teacher_map)),
+            name="distillation_teacher",
+        )
+        self.teacher.trainable = False
+        self.projection = keras.layers.Dense(
+            int(teacher_map.shape[-1]), dtype="float32", name=PROJECTION_LAYER
+        )
+        student_features = SplitSegments(settings.num_segments)(
+            keras.layers.Flatten()(self.projection(student_map))
+        )
+        self.trained_model = keras.Model(
+            student.inputs,
+            [tapped_student.outputs[0], student_features],
+            name="distilled_student",
         )
 
     def _pooled(self, model: keras.Model, num_segments: int):
@@ -129,4 +175,5 @@ def distillation_settings(teacher, recipe) -> DistillationSettings | None:
         weight=recipe.train.distill_weight,
         features=recipe.train.distill_features,
         num_segments=num_segments,
+        layer=recipe.train.distill_layer,
     )

@@ -216,6 +216,14 @@ def _require_flow(path: Path, modality: str, name: str) -> None:
 
 
 def _check_student(teacher: Teacher, recipe, info) -> Teacher:
+    if recipe.train.distill_features == "maps":
+        from actrec.models.backbone_taps import hint_layer_problem
+
+        problem = hint_layer_problem(
+            recipe.train.distill_layer, recipe.model.backbone, teacher.recipe.model.backbone
+        )
+        if problem is not None:
+            raise ConfigError(f"{problem} (the teacher: {teacher.path})")
     if not info.has_flow:
         raise DatasetError(
             f"{info.prepared_dir} was prepared without optical flow (--flow none), and the "

@@ -31,8 +31,14 @@ def test_the_reduced_quickstart_makes_every_artefact_and_reaches_its_accuracy(cl
     assert result.exit_code == 0, result.output
     for stage in range(1, 9):
         assert f"[{stage}/8]" in result.output
-    for label in ("RGB TSN", "RGB TSM", "flow TSN", "TSM + flow (fused)"):
+    for label in ("RGB TSN", "RGB TSM (distilled)", "flow TSN", "TSM + flow (fused)"):
         assert label in result.output
+    # the flow TSN trains first, and the RGB TSM learns from it (issue 39)
+    assert result.output.index("train the flow TSN") < result.output.index("train the RGB TSM")
+    tsm_record = json.loads((workdir / "runs" / "tsm" / "run.json").read_text())
+    teacher = tsm_record["distilled_from"]
+    assert teacher["path"] == str((workdir / "runs" / "flow").resolve())
+    assert teacher["modality"] == "flow"
 
     fused_dir = workdir / "runs" / "tsm" / "eval" / "fused-tsm-flow"
     fused = json.loads((fused_dir / "results.json").read_text())

@@ -104,8 +104,9 @@ def test_the_teachers_clips_are_the_flow_of_the_students_frames_crop_and_flip(ti
 
 @pytest.fixture(scope="module")
 def distilled_run(tiny_runs, tmp_path_factory):
-    """A tiny online TSM (synthetic-tsm-online) distilled from a copy of the tiny flow run,
-    started from the tiny RGB run, stopped after one of its two steps and resumed."""
+    """The tiny built-in distilled online TSM (synthetic-tsm-online-mars: FitNets' hints, on
+    the test network's block_2_add maps) distilled from a copy of the tiny flow run, started
+    from the tiny RGB run, stopped after one of its two steps and resumed."""
     folder = tmp_path_factory.mktemp("distilled")
     teacher = folder / "teacher"
     shutil.copytree(tiny_runs["flow"], teacher)
@@ -114,7 +115,8 @@ def distilled_run(tiny_runs, tmp_path_factory):
         f"model.weights=run:{tiny_runs['rgb']}",
         "runtime.steps_per_epoch=2",
         "runtime.log_every_steps=1",
-        recipe="synthetic-tsm-online",
+        "train.distill_layer=block_2_add",  # the test network has no block_5_add
+        recipe="synthetic-tsm-online-mars",
     )
     run = folder / "run"
     first = train(recipe, tiny_runs["prepared"], run, stop_after_steps=1)
@@ -130,9 +132,11 @@ def test_a_distilled_run_logs_its_loss_terms_and_records_its_teacher(distilled_r
     rows = [json.loads(line) for line in (run / METRICS_FILE).read_text().splitlines()]
     steps = [row for row in rows if row["event"] == "train"]
     assert [row["global_step"] for row in steps] == [1, 2]
-    for row in steps:  # loss = cross-entropy + 50 x feature MSE (the MARS weight)
+    weight = distilled_run["recipe"].train.distill_weight
+    assert distilled_run["recipe"].train.distill_features == "maps"
+    for row in steps:  # loss = cross-entropy + weight x feature MSE
         assert row["feature_mse"] > 0
-        assert row["loss"] == pytest.approx(row["cross_entropy"] + 50 * row["feature_mse"])
+        assert row["loss"] == pytest.approx(row["cross_entropy"] + weight * row["feature_mse"])
     record = json.loads((run / RUN_FILE).read_text())
     recorded = record["distilled_from"]
     assert recorded["path"] == str(teacher.resolve())
@@ -163,6 +167,7 @@ def test_a_distilled_online_tsm_evaluates_and_streams_as_tflite_without_flow(
     card = (tmp_path / "lite" / "MODEL_CARD.md").read_text()
     assert f"Distilled from: the flow run `{teacher['path']}`" in card
     assert teacher["sha256"] in card and "reads RGB frames only" in card
+    assert "the maps of its backbone's layer block_2_add (FitNets' hints)" in card
 
 
 def test_resuming_with_a_changed_teacher_is_refused(distilled_run, tiny_runs, tmp_path):
