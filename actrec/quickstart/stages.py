@@ -62,8 +62,8 @@ SIZES = {
     # minutes: the RGB TSN (near chance by design: a frame cannot tell the classes apart)
     # trains 1 of its 16 epochs, the flow TSN 6 of its 10 (91.1 / 92.9 % in two seeds;
     # 96-98 % in 10), then the RGB TSM distilled from it 10 of its 16 epochs: 85.7 / 89.3 %
-    # test top-1 (seeds 0 and 1) where the plain synthetic-tsm's 16 scored 83.9 / 87.5 %
-    # (78.6-91.1 % in eleven runs; docs/benchmarks.md, "Distillation from flow"). Timings:
+    # test top-1 (seeds 0 and 1) where the plain synthetic-tsm's 16 scored 85.7 / 82.1 %
+    # (78.6-85.7 % in five seeds; docs/benchmarks.md, "Distillation from flow"). Timings:
     # docs/benchmarks.md, "The quickstart on CPUs without AVX-512".
     "full": QuickstartSize(
         SyntheticConfig(),

@@ -55,7 +55,8 @@ class Distillation:
         student's layers and the projection, so its trainable variables are what the
         optimizer updates (and K-step averaging averages).
     teacher: flow clips -> features, frozen.
-    projection: the keras Dense layer (None when the widths are equal), checkpointed.
+    projection: the keras Dense layer (pooled features: None when the widths are equal;
+        maps: always, FitNets' regressor), checkpointed.
     """
 
     def __init__(self, settings: DistillationSettings, student: keras.Model):

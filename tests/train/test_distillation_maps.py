@@ -113,6 +113,11 @@ def test_maps_without_a_layer_or_with_one_the_backbones_lack_are_refused(tiny_ru
             r"'block_5_add' is not a feature-map layer of the student's test_mobilenet_v2 "
             r"backbone; name a layer both backbones have, e\.g\. .*block_2_add",
         ),
+        (
+            ["train.distill_layer=block_2_add"],  # with the pooled features: a mistake
+            r"names the layer whose maps train\.distill_features=maps matches, and "
+            r"distill_features is 'clip'",
+        ),
     ):
         run = tmp_path / "run"
         with pytest.raises(ConfigError, match=match):
