@@ -9,8 +9,8 @@
 
 Trains the teacher (`synthetic-flow`, seed 0) once unless --teacher is given, then for
 every recipe and seed the plain run and the distilled run (the recipe's `-mars` twin, e.g.
-`synthetic-tsm-mars`, from that teacher), each in a fresh process, one
-after another, the same epochs, and evaluates each run's final weights on the test split
+`synthetic-tsm-mars`, from that teacher), each in a fresh process, one after another, the
+same epochs, and evaluates each run's final weights on the test split
 (centre view). Prints a row per run: test top-1, the rotation videos right, the mean
 probability of the true rotation direction between the two directions (0.5: not learned;
 benchmarks/tsm_seeds.py), and the median training throughput (clips/s from metrics.jsonl);

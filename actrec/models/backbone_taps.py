@@ -8,26 +8,28 @@ actrec.models.segment_model) is called again around a two-output copy of its bac
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Sequence
+
 import keras
 
 from actrec.errors import ConfigError
 from actrec.models.segment_model import segment_backbone
 
 
-def backbone_layer_names(model: keras.Model) -> list[str]:
-    """The names of the layers of a segment model's backbone whose output is a feature map
-    [B*T, h, w, c] (the layers `with_backbone_map` can tap)."""
-    backbone = segment_backbone(model)
-    return [layer.name for layer in backbone.layers if len(layer.output.shape) == 4]
+def map_layer_names(network: keras.Model) -> list[str]:
+    """The names of `network`'s layers whose output is a feature map [N, h, w, c] (the
+    layers `with_backbone_map` can tap in a segment model's backbone)."""
+    return [layer.name for layer in network.layers if len(layer.output.shape) == 4]
 
 
-def map_layer_names(backbone: str) -> list[str]:
-    """The feature-map layers of the registered backbone `backbone` (built at random, 64 px;
-    the names do not depend on the input)."""
+@functools.cache
+def registered_map_layer_names(backbone: str) -> tuple[str, ...]:
+    """`map_layer_names` of the registered backbone `backbone`, built once at random at 64
+    px (the names do not depend on the input)."""
     from actrec.models.backbones import build_backbone
 
-    network = build_backbone(backbone, (64, 64, 3))
-    return [layer.name for layer in network.layers if len(layer.output.shape) == 4]
+    return tuple(map_layer_names(build_backbone(backbone, (64, 64, 3))))
 
 
 def hint_layer_problem(layer_name: str | None, student: str, teacher: str) -> str | None:
@@ -39,13 +41,13 @@ def hint_layer_problem(layer_name: str | None, student: str, teacher: str) -> st
             "with train.distill_layer (e.g. block_5_add for MobileNetV2)"
         )
     for side, backbone in (("student", student), ("teacher", teacher)):
-        names = map_layer_names(backbone)
+        names = registered_map_layer_names(backbone)
         if layer_name not in names:
             return _unknown_layer(layer_name, names, f"the {side}'s {backbone} backbone")
     return None
 
 
-def _unknown_layer(layer_name: str, names: list[str], where: str) -> str:
+def _unknown_layer(layer_name: str, names: Sequence[str], where: str) -> str:
     """The message for a hint layer `where` lacks, with examples of its `names`."""
     examples = ", ".join(name for name in names if name.endswith(("_add", "_out")))
     return (
@@ -57,8 +59,10 @@ def _unknown_layer(layer_name: str, names: list[str], where: str) -> str:
 def with_backbone_map(model: keras.Model, layer_name: str) -> keras.Model:
     """Returns frames [B, T, H, W, C] -> [logits [B, K], the map of the backbone layer
     `layer_name` [B*T, h, w, c]] over `model`'s layers (a model from build_segment_model)."""
+    if len(model.inputs) != 1:
+        raise ConfigError(f"model {model.name!r} is not a segment model (one frames input)")
     backbone = segment_backbone(model)
-    names = backbone_layer_names(model)
+    names = map_layer_names(backbone)
     if layer_name not in names:
         raise ConfigError(_unknown_layer(layer_name, names, f"the {backbone.name} backbone"))
     tapped = keras.Model(
@@ -66,8 +70,6 @@ def with_backbone_map(model: keras.Model, layer_name: str) -> keras.Model:
         [backbone.output, _output_in_graph(backbone, layer_name)],
         name=f"{backbone.name}_tapped",
     )
-    if len(model.inputs) != 1:
-        raise ConfigError(f"model {model.name!r} is not a segment model (one frames input)")
     outputs = model.inputs[0]
     feature_map = None
     for layer in model.layers:
