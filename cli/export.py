@@ -136,7 +136,12 @@ def export(
     kind = "two-stream" if len(summary.modalities) == 2 else summary.modalities[0]
     if streaming:
         kind = "streaming online TSM"
-    check = f"reloaded model matches within {summary.reload_difference:.1e}"
+    where = (
+        "reloaded in a fresh Python process as its model card says"
+        if summary.reloaded_in_fresh_process
+        else "reloaded in this process"
+    )
+    check = f"{where}, the model matches within {summary.reload_difference:.1e}"
     if quantize != "none":
         check = (
             f"{quantize} quantisation moves the outputs by up to "

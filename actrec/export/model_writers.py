@@ -77,13 +77,24 @@ def write_savedmodel(
 
 
 def write_keras(
-    streams: Sequence[ExportedStream], weights, folder: Path, average: str = "logits"
+    streams: Sequence[ExportedStream],
+    weights,
+    folder: Path,
+    average: str = "logits",
+    card_code: str | None = None,
 ) -> float:
-    """Write OUT/model.keras; returns the reload difference (on softmax scores)."""
+    """Write OUT/model.keras; returns the reload difference (on softmax scores).
+
+    card_code: the model card's Python code (its model read from `folder`, its inputs the
+    clips by the names actrec.json gives: "frames" for one stream, "rgb" and "flow" for
+    two), run in a fresh Python process (actrec.export.fresh_process) for the reloaded
+    outputs; None reloads in this process.
+    """
     import numpy as np
     from keras import ops
 
-    from actrec.models.segment_model import load_segment_model
+    from actrec.export.fresh_process import outputs_in_fresh_process
+    from actrec.models.keras_file import load_segment_model
 
     rng = np.random.default_rng(0)
     clips = {
@@ -99,16 +110,24 @@ def write_keras(
         from actrec.models.fusion import build_two_stream_model
 
         model = build_two_stream_model(streams[0].model, streams[1].model, weights, average=average)
+        card_inputs = clips
 
-        def scores(network):
-            return ops.convert_to_numpy(network(clips, training=False))
+        def scores(outputs):
+            return ops.convert_to_numpy(outputs)
     else:
         model = streams[0].model
+        card_inputs = {"frames": clips[streams[0].modality]}
 
-        def scores(network):
-            logits = network(clips[streams[0].modality], training=False)
-            return ops.convert_to_numpy(ops.softmax(logits, axis=-1))
+        def scores(outputs):
+            return ops.convert_to_numpy(ops.softmax(outputs, axis=-1))
+
+    def outputs_of(network):
+        return network(clips if len(streams) == 2 else clips[streams[0].modality], training=False)
 
     path = folder / KERAS_MODEL_FILE
     model.save(str(path))
-    return max_difference(scores(model), scores(load_segment_model(path)))
+    if card_code is None:
+        reloaded = outputs_of(load_segment_model(path))
+    else:
+        reloaded = outputs_in_fresh_process(card_code, card_inputs)["outputs"]
+    return max_difference(scores(outputs_of(model)), scores(reloaded))

@@ -44,6 +44,8 @@ class ExportSummary:
 
     reload_difference: max |outputs of the reloaded model - in-process model| on random
         probe inputs (within the format's tolerance, else the export failed).
+    reloaded_in_fresh_process: whether the reloaded model ran in a new Python process (the
+        model card's own code, for the formats that load with actrec) or in this one.
     """
 
     out_dir: Path
@@ -52,6 +54,7 @@ class ExportSummary:
     classes: tuple[str, ...]
     reload_difference: float
     seconds: float
+    reloaded_in_fresh_process: bool = False
 
 
 # --- the folder ------------------------------------------------------------------------------
@@ -193,4 +196,5 @@ def export_runs(
         classes=tuple(classes),
         reload_difference=difference,
         seconds=time.monotonic() - started,
+        reloaded_in_fresh_process=written.fresh_process,
     )

@@ -312,10 +312,3 @@ def segment_backbone(model: keras.Model) -> keras.Model:
         if isinstance(layer, keras.Model):
             return layer
     raise ConfigError(f"model {model.name!r} has no nested backbone network")
-
-
-def load_segment_model(path: Path | str) -> keras.Model:
-    """Returns the model saved at `path` (.keras) with actrec's layers registered."""
-    from actrec.models import fusion  # noqa: F401  (registers the fusion layer)
-
-    return keras.saving.load_model(str(path))

@@ -22,7 +22,7 @@ from actrec.export.predict import record_inputs
 from actrec.export.serving import build_serving_function
 from actrec.export.streams import ExportedStream
 from actrec.export.writer import export_runs
-from actrec.models.segment_model import load_segment_model
+from actrec.models.keras_file import load_segment_model
 from actrec.runs.trained import build_trained_model, load_trained_run
 
 TOLERANCE = 1e-5

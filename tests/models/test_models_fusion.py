@@ -9,8 +9,9 @@ import pytest
 
 from actrec.errors import ConfigError
 from actrec.models.fusion import build_two_stream_model
+from actrec.models.keras_file import load_segment_model
 from actrec.models.score_fusion import fuse_scores
-from actrec.models.segment_model import build_segment_model, load_segment_model
+from actrec.models.segment_model import build_segment_model
 
 SIZE = 32
 

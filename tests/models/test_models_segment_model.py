@@ -8,11 +8,11 @@ import pytest
 
 from actrec.errors import ConfigError
 from actrec.models.backbones import build_plain_backbone
+from actrec.models.keras_file import load_segment_model
 from actrec.models.segment_model import (
     batch_normalization_layers,
     build_segment_model,
     copy_model_weights,
-    load_segment_model,
     segment_backbone,
 )
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from actrec.errors import ConfigError
+from actrec.errors import ActrecError, ConfigError
 from actrec.export.formats.registry import ExportFormat, ExportRequest, WrittenModel
 from actrec.export.model_writers import KERAS_MODEL_FILE, write_keras
 
@@ -34,6 +34,21 @@ def clip_inputs(streams) -> dict:
     return inputs
 
 
+def usage_code(input_names: tuple[str, ...]) -> list[str]:
+    """The model card's Python lines: the model loaded in any process (every actrec layer
+    registered, Keras's safe mode on) and called on the inputs of these names."""
+    if len(input_names) == 1:
+        call, result = input_names[0], "logits [N, K]"
+    else:
+        call = "{" + ", ".join(f'"{name}": {name}' for name in input_names) + "}"
+        result = "fused probabilities [N, K]"
+    return [
+        "from actrec.models.keras_file import load_segment_model",
+        f'model = load_segment_model("THIS_FOLDER/{KERAS_MODEL_FILE}")',
+        f"outputs = model({call})  # {result}",
+    ]
+
+
 class KerasFormat(ExportFormat):
     name = "keras"
     title = "Keras model"
@@ -43,18 +58,28 @@ class KerasFormat(ExportFormat):
     starts_runs = True
 
     def write(self, request: ExportRequest, folder: Path) -> WrittenModel:
-        difference = write_keras(
-            request.streams, request.fusion_weights, folder, request.fusion_average
+        inputs = clip_inputs(request.streams)
+        code = "\n".join(usage_code(tuple(inputs))).replace(
+            "THIS_FOLDER", folder.resolve().as_posix()
         )
+        try:
+            difference = write_keras(
+                request.streams, request.fusion_weights, folder, request.fusion_average, code
+            )
+        except ActrecError as error:
+            raise ActrecError(
+                f"the Keras export does not load as its model card says ({error}); nothing was "
+                "written. Please report this with the run's recipe."
+            ) from None
         metadata = {
             "model": KERAS_MODEL_FILE,
-            "inputs": clip_inputs(request.streams),
+            "inputs": inputs,
             "outputs": "float32 [N, K]: fused probabilities"
             if request.two_stream
             else "float32 [N, K]: logits (apply softmax)",
             "top_k": None,
         }
-        return WrittenModel(difference, RELOAD_TOLERANCE, metadata)
+        return WrittenModel(difference, RELOAD_TOLERANCE, metadata, fresh_process=True)
 
     def usage_lines(self, metadata: dict) -> list[str]:
         return [
@@ -64,8 +89,7 @@ class KerasFormat(ExportFormat):
             "load it with actrec:",
             "",
             "```python",
-            "from actrec.models.segment_model import load_segment_model",
-            f'model = load_segment_model("THIS_FOLDER/{KERAS_MODEL_FILE}")',
+            *usage_code(tuple(metadata["inputs"])),
             "```",
             "",
         ]
@@ -86,7 +110,7 @@ class KerasFormat(ExportFormat):
             )
 
     def source_model(self, model_dir: Path, metadata: dict, stream_index: int, num_classes: int):
-        from actrec.models.segment_model import load_segment_model
+        from actrec.models.keras_file import load_segment_model
 
         return load_segment_model(model_dir / KERAS_MODEL_FILE)
 

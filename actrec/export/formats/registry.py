@@ -80,12 +80,15 @@ class ExportRequest:
 class WrittenModel:
     """What a format wrote: the largest difference between the reloaded model's outputs and
     the in-process model's on random probes, the tolerance it must meet (None: reported
-    only, as for a quantised model) and its actrec.json entries ("model", "inputs",
-    "outputs" and any of its own)."""
+    only, as for a quantised model), its actrec.json entries ("model", "inputs",
+    "outputs" and any of its own), and whether the reloaded outputs came from a fresh
+    Python process running the model card's code (False: reloaded in the exporting process,
+    as for the formats that load without actrec's code)."""
 
     difference: float
     tolerance: float | None
     metadata: dict = field(default_factory=dict)
+    fresh_process: bool = False
 
 
 class ExportFormat:
