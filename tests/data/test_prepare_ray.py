@@ -7,11 +7,16 @@ even when told 127.0.0.1), so no test sends a packet off loopback; the drivers e
 dataset there is one the head sees and the worker does not. The cluster's processes are
 stopped by process id, with their children (`ray stop` would stop every Ray process on the
 machine). One cluster serves the module.
+
+The local Ray (no --address) starts in a namespace of its own too, one that also has a
+non-loopback interface (a veth pair, 10.123.0.1/24, the default route through it: Ray takes
+that address when left to itself), and every socket listening there must be on loopback.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import json
 import os
 import shutil
@@ -29,11 +34,13 @@ from conftest import REPO_ROOT, TEST_DATA
 
 from actrec.data.prepare.dataset import prepare_dataset
 from actrec.data.prepare.encode_video import PrepareSettings
+from actrec.data.prepare.local_ray import LOOPBACK
 from actrec.data.prepare.plan import PARTIAL_DIR, STATE_FILE
-from actrec.data.prepare.ray_executor import RAY_EXTRA, NodeReport, node_problems
+from actrec.data.prepare.ray_executor import RAY_EXTRA, NodeReport, RayExecutor, node_problems
 from actrec.data.sources import list_videos
 from actrec.data.synthetic.config import SyntheticConfig
 from actrec.data.synthetic.dataset import generate_synthetic_dataset
+from actrec.errors import ClusterError
 
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0 or shutil.which("unshare") is None or shutil.which("nsenter") is None,
@@ -373,3 +380,122 @@ def test_node_problems_name_the_node_and_what_differs():
         "version on every node (one container image)",
         "node 10.0.0.4 (c3) cannot read /data/v.mp4: FileNotFoundError",
     ]
+
+
+INTERFACE = "10.123.0.1"  # inside the namespace only: no packet leaves it
+WITH_AN_INTERFACE = (
+    "ip link set lo up && ip link add actrec0 type veth peer name actrec1"
+    f" && ip addr add {INTERFACE}/24 dev actrec0 && ip link set actrec0 up"
+    " && ip link set actrec1 up && ip route add default via 10.123.0.2 dev actrec0"
+)
+# What Ray takes as the node's address when left to itself (a UDP connect: sends nothing);
+# a process of its own, as the driver must import Ray after actrec sets its environment.
+RAYS_OWN_CHOICE = (
+    "from ray._private.services import node_ip_address_from_perspective as address\n"
+    "print('address', address(), flush=True)\n"
+)
+LOCAL_DRIVER = (
+    "import sys\n"
+    "from actrec.data.prepare.ray_executor import RayExecutor\n"
+    "with RayExecutor(None, 1) as executor:  # as `actrec prepare --executor ray` does\n"
+    "    executor.check_nodes([])  # a task: a worker process listens too\n"
+    "    print('ready', flush=True)\n"
+    "    sys.stdin.readline()\n"
+)
+
+
+def _namespace_processes(pid: int) -> dict[Path, str]:
+    """/proc/PID -> name of every process in the network namespace of process `pid`."""
+    namespace, found = os.readlink(f"/proc/{pid}/ns/net"), {}
+    for process in Path("/proc").iterdir():
+        with contextlib.suppress(OSError):
+            if process.name.isdigit() and os.readlink(process / "ns/net") == namespace:
+                found[process] = (process / "comm").read_text().strip()
+    return found
+
+
+def _listening(pid: int) -> list[tuple[str, int, str]]:
+    """(address, port, process) of every TCP socket listening, and every UDP socket bound,
+    in the network namespace of process `pid` (/proc/PID/net/*)."""
+    owners = {}  # socket inode -> "name (pid)"
+    for process, name in _namespace_processes(pid).items():
+        for fd in process.glob("fd/*"):
+            with contextlib.suppress(OSError):
+                link = os.readlink(fd)
+                if link.startswith("socket:["):
+                    owners[link[8:-1]] = f"{name} ({process.name})"
+    found = []
+    for table, state in (("tcp", "0A"), ("tcp6", "0A"), ("udp", "07"), ("udp6", "07")):
+        for line in Path(f"/proc/{pid}/net/{table}").read_text().splitlines()[1:]:
+            fields = line.split()
+            if fields[3] == state:
+                address, port = fields[1].split(":")
+                words = bytes.fromhex(address)  # 32-bit words, each little-endian
+                raw = b"".join(words[i : i + 4][::-1] for i in range(0, len(words), 4))
+                ip = ipaddress.ip_address(raw)
+                found.append((str(ip), int(port, 16), owners.get(fields[9], "?")))
+    return found
+
+
+def _on_loopback(address: str) -> bool:
+    ip = ipaddress.ip_address(address)
+    mapped = getattr(ip, "ipv4_mapped", None)  # ::ffff:127.0.0.1
+    return ip.is_loopback or (mapped is not None and mapped.is_loopback)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("ip") is None, reason="needs `ip` (iproute2) for a veth pair")
+def test_a_local_ray_listens_on_loopback_only_with_token_authentication(tmp_path):
+    home = tmp_path / "home"  # where Ray would write its token file (~/.ray/auth_token)
+    home.mkdir()
+    log = tmp_path / "driver.log"
+    with log.open("w") as stderr:
+        driver = subprocess.Popen(
+            [
+                *("unshare", "--net", "sh", "-c"),
+                f'{WITH_AN_INTERFACE} && "$0" -c "$1" && exec "$0" -c "$2"',
+                *(sys.executable, RAYS_OWN_CHOICE, LOCAL_DRIVER),
+            ],
+            cwd=REPO_ROOT,
+            env={**os.environ, "HOME": str(home), "RAY_AUTH_MODE": "disabled"},  # overridden
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            text=True,
+        )
+    try:
+        lines = []
+        while not lines or lines[-1] != "ready":
+            line = driver.stdout.readline()
+            assert line, f"the driver exited: {driver.wait(timeout=60)}, {log.read_text()}"
+            lines.append(line.strip())
+        assert f"address {INTERFACE}" in lines  # Ray's own choice: the interface
+        listening = _listening(driver.pid)  # the driver: `exec` kept unshare's process id
+        names = " ".join(owner for *_, owner in listening)
+        assert "gcs_server" in names and "raylet" in names, listening
+        assert [row for row in listening if not _on_loopback(row[0])] == []
+        assert any(address == LOOPBACK for address, *_ in listening)
+        gcs = [
+            path for path, name in _namespace_processes(driver.pid).items() if name == "gcs_server"
+        ]
+        environment = (gcs[0] / "environ").read_bytes().split(b"\0")
+        assert b"RAY_AUTH_MODE=token" in environment
+        assert any(
+            entry.startswith(b"RAY_AUTH_TOKEN=") and len(entry) > 40 for entry in environment
+        )
+        driver.communicate("\n", timeout=60)
+        assert driver.returncode == 0, log.read_text()
+        assert "the local Ray listens" not in log.read_text()
+        assert not (home / ".ray").exists()  # the token is in Ray's environment only
+    finally:
+        _kill_tree(driver)
+
+
+def test_a_local_ray_is_refused_where_ray_was_imported_before():
+    import ray  # as a notebook or another library might: Ray has read its settings
+
+    before = dict(os.environ)
+    with pytest.raises(ClusterError, match="in a process of its own, before anything imports Ray"):
+        RayExecutor(None, 1).__enter__()
+    assert not ray.is_initialized()
+    assert dict(os.environ) == {**before, "RAY_USAGE_STATS_ENABLED": "0"}

@@ -14,7 +14,8 @@ a node that cannot, or differs, fails the run by name (node_problems): it would 
 skip its share as missing, or encode other bytes.
 
 Ray is an optional extra, imported here only; RAY_USAGE_STATS_ENABLED=0 is set before it is
-imported, so Ray never reports usage statistics (docs/cluster.md).
+imported, so Ray never reports usage statistics (docs/cluster.md). A Ray started here (no
+--address) listens on loopback only, with token authentication (local_ray.py).
 """
 
 from __future__ import annotations
@@ -36,15 +37,18 @@ from actrec.data.prepare.encode_video import (
     encode_video,
     initialise_worker,
 )
+from actrec.data.prepare.local_ray import (
+    EnvironmentSet,
+    local_ray_environment,
+    refuse_ray_imported_before,
+    start_local_ray,
+)
 from actrec.data.prepare.parallel import TASKS_IN_FLIGHT_PER_WORKER
 from actrec.errors import ClusterError
 
 RAY_EXTRA = 'pip install "actrec[ray]"'
 TASK_RETRIES = 3
 """Tries of a video beyond the first when its worker or node dies (Ray's `max_retries`)."""
-LOCAL_OBJECT_STORE_BYTES = 128 * 1024 * 1024
-"""The object store of a Ray started on this machine: the results in flight (a few MB per
-video); Ray spills to disk beyond it rather than taking a share of the memory."""
 CONNECT_TIMEOUT_SECONDS = 5.0
 NODE_CHECK_TIMEOUT_SECONDS = 120.0
 """How long every node has to start a worker process and answer the up-front check."""
@@ -135,30 +139,35 @@ def _check_reachable(address: str) -> None:
 
 def connect_ray(address: str | None, workers: int):
     """Ray, connected to the cluster at `address` ("auto": the one this node belongs to), or
-    started on this machine with `workers` CPUs; returns the ray module."""
+    started on this machine with `workers` CPUs, on loopback only, its settings put in the
+    environment before `import ray` (local_ray.py). Returns the ray module and a function
+    that takes those settings back out of the environment (after ray.shutdown())."""
     os.environ["RAY_USAGE_STATS_ENABLED"] = "0"  # always: never report to Ray's server
+    if address is None:
+        refuse_ray_imported_before()
+    local = EnvironmentSet(local_ray_environment() if address is None else {})
     try:
-        import ray
-    except ImportError as error:
-        raise ClusterError(
-            f"--executor ray needs Ray, which cannot be imported here ({error}): {RAY_EXTRA}"
-        ) from None
-    if address is None:  # "local": a new Ray of our own, never one found on the machine
-        ray.init(
-            address="local",
-            num_cpus=workers,
-            object_store_memory=LOCAL_OBJECT_STORE_BYTES,
-            include_dashboard=False,
-            logging_level=logging.WARNING,
-        )
-        return ray
-    if address != "auto":
-        _check_reachable(address)
-    try:
-        ray.init(address=address, logging_level=logging.WARNING)
-    except ConnectionError as error:
-        raise ClusterError(f"cannot join the Ray cluster at {address}: {error} ({DOCS})") from None
-    return ray
+        try:
+            import ray
+        except ImportError as error:
+            raise ClusterError(
+                f"--executor ray needs Ray, which cannot be imported here ({error}): {RAY_EXTRA}"
+            ) from None
+        if address is None:
+            start_local_ray(ray, workers)
+            return ray, local.restore
+        if address != "auto":
+            _check_reachable(address)
+        try:
+            ray.init(address=address, logging_level=logging.WARNING)
+        except ConnectionError as error:
+            raise ClusterError(
+                f"cannot join the Ray cluster at {address}: {error} ({DOCS})"
+            ) from None
+        return ray, local.restore
+    except BaseException:
+        local.restore()
+        raise
 
 
 class RayExecutor:
@@ -169,13 +178,17 @@ class RayExecutor:
         self.address = address
         self.workers = workers
         self._ray = None
+        self._restore = None
 
     def __enter__(self) -> RayExecutor:
-        self._ray = connect_ray(self.address, self.workers)
+        self._ray, self._restore = connect_ray(self.address, self.workers)
         return self
 
     def __exit__(self, *exc_info) -> None:
-        self._ray.shutdown()
+        try:
+            self._ray.shutdown()
+        finally:
+            self._restore()
 
     def _nodes(self) -> list[dict]:
         return [
