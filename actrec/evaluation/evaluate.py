@@ -18,6 +18,7 @@ from pathlib import Path
 from actrec.cluster.strategy import ClusterInfo, cluster_from_environment
 from actrec.errors import ConfigError, DatasetError
 from actrec.evaluation.metrics import Metrics, classification_metrics
+from actrec.evaluation.part_checks import split_rows
 from actrec.evaluation.parts import DEFAULT_WAIT_SECONDS, evaluation_parts, wait_for_parts
 from actrec.evaluation.protocols import Protocol
 from actrec.evaluation.reports import RESULTS_FILE, write_evaluation
@@ -142,7 +143,10 @@ def evaluate_run(
         None; the chief (worker 0, and a lone worker) waits for every part (up to
         wait_seconds without a new one, then a WorkerLostError naming the missing
         workers), writes the evaluation and returns it. Parts saved by an earlier attempt,
-        on any number of workers, are not scored again.
+        on any number of workers, are not scored again. A saved part that is not the part
+        asked for (other videos, labels or classes, non-finite scores, a damaged file, a
+        request.json of another evaluation) is a ConfigError naming it and the fix, raised
+        before anything is written (actrec.evaluation.part_checks).
     """
     import numpy as np
 
@@ -169,7 +173,8 @@ def evaluate_run(
         else default_eval_dir(run.run_dir, split, protocol, checkpoint)
     )
     request = evaluation_request(run, protocol, data_dir, split, average)
-    parts = evaluation_parts(out_dir, request, num_videos)
+    expected = split_rows(data_dir, split, tuple(run.classes), average, spec.num_views)
+    parts = evaluation_parts(out_dir, request, num_videos, expected)
     inputs = ShareInputs(data_dir, split, spec, view_batch, tuple(run.classes), average)
     _scores_or_data_error(
         data_dir,
@@ -179,7 +184,6 @@ def evaluate_run(
             inputs,
             parts,
             cluster,
-            request,
             progress,
             f"evaluating {run.name} ({protocol.name}, {split})",
         ),
@@ -191,7 +195,7 @@ def evaluate_run(
         )
         return None
     wait_for_parts(parts, cluster.num_workers, wait_seconds, progress)
-    scores = parts.merged()
+    scores = parts.merged(cluster.num_workers)
     if run_labels is not None:
         progress.message(
             f"{data_dir} holds the classes of {run.name} in another order: its labels are "

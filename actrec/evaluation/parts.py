@@ -12,6 +12,10 @@ and the part size, so that the parts of another evaluation are never mixed in. A
 started again skips the parts already saved, whatever the number of workers that saved
 them; the chief (worker 0) waits for every part, concatenates them in part order (the
 split's order: the rows one worker writes), writes the evaluation and removes the folder.
+A part is merged, or skipped on resume, only if it is the part asked for
+(actrec.evaluation.part_checks: the split's videos and labels of that part, the run's
+classes, finite scores, the folder's request.json this evaluation's); any other is
+refused, named with the fix, before anything is written.
 
 Per-worker files, not a collective (docs/cluster.md, "Evaluation on several workers"):
 evaluation syncs no gradients, so its workers need no tf.distribute strategy, coordination
@@ -31,17 +35,13 @@ import re
 import shutil
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from actrec.atomic import write_json_atomic
-from actrec.errors import ConfigError, WorkerLostError
-from actrec.evaluation.scores import (
-    VideoScores,
-    concatenate_video_scores,
-    load_video_scores,
-    save_video_scores,
-)
+from actrec.errors import WorkerLostError
+from actrec.evaluation.part_checks import SplitRows, check_request, read_part
+from actrec.evaluation.scores import VideoScores, concatenate_video_scores, save_video_scores
 from actrec.progress import NullProgress, Progress
 
 PARTS_DIR = ".actrec-parts"
@@ -60,11 +60,15 @@ def part_size(num_videos: int) -> int:
 
 @dataclass(frozen=True)
 class EvaluationParts:
-    """The parts of one evaluation of `num_videos` videos, saved in `folder`."""
+    """The parts of one evaluation of `num_videos` videos, saved in `folder`; `request`:
+    what they are an evaluation of (saved beside them as request.json), `expected`: what
+    each part must hold (None: its row count and shapes only)."""
 
     folder: Path
     num_videos: int
     size: int
+    request: dict = field(default_factory=dict, compare=False)
+    expected: SplitRows | None = field(default=None, compare=False)
 
     @property
     def num_parts(self) -> int:
@@ -96,33 +100,37 @@ class EvaluationParts:
         saved = self.saved()
         return [part for part in range(self.num_parts) if part not in saved]
 
-    def save(self, part: int, scores: VideoScores, request: dict) -> None:
-        """Save part `part`'s scores atomically (and what they are an evaluation of)."""
+    def save(self, part: int, scores: VideoScores) -> None:
+        """Save part `part`'s scores atomically (and, first, the request beside them)."""
         self.folder.mkdir(parents=True, exist_ok=True)
         if not (self.folder / REQUEST_FILE).is_file():
-            write_json_atomic(self.folder / REQUEST_FILE, request)
+            write_json_atomic(self.folder / REQUEST_FILE, self.request)
         save_video_scores(scores, self.path(part))
 
-    def merged(self) -> VideoScores:
-        """Every part's scores, in the split's order; ConfigError naming a damaged part."""
-        pieces = []
-        for part in range(self.num_parts):
-            path = self.path(part)
-            try:
-                piece = load_video_scores(path)
-            except ConfigError:
-                raise ConfigError(
-                    f"{path} is not a readable part of this evaluation's scores (damaged, or "
-                    "not written by actrec); delete it and run the same command again: only "
-                    "its videos are scored again"
-                ) from None
-            if len(piece.video_ids) != len(self.rows(part)):
-                raise ConfigError(
-                    f"{path} holds {len(piece.video_ids)} videos, not the "
-                    f"{len(self.rows(part))} of its part; delete it and run the same command "
-                    "again: only its videos are scored again"
-                )
-            pieces.append(piece)
+    def check_request(self, num_workers: int = 1) -> None:
+        """ConfigError unless the folder's request.json is this evaluation's request (or
+        no part is saved yet)."""
+        every = " on every worker" if num_workers > 1 else ""
+        fix = f"delete {self.folder} and run the same command again{every}"
+        check_request(self.folder, REQUEST_FILE, self.request, fix)
+
+    def load(self, part: int, num_workers: int = 1) -> VideoScores:
+        """Part `part`'s saved scores; ConfigError naming the file, what it holds and the
+        fix unless it is that part of this evaluation (actrec.evaluation.part_checks)."""
+        if num_workers > 1:
+            fix = (
+                f"delete it and run the same command again (worker {part % num_workers} of "
+                f"{num_workers} scores part {part} again; the other saved parts are kept)"
+            )
+        else:
+            fix = "delete it and run the same command again: only its videos are scored again"
+        return read_part(self.path(part), part, self.rows(part), self.expected, fix)
+
+    def merged(self, num_workers: int = 1) -> VideoScores:
+        """Every part's scores, in the split's order, each checked (`load`) and request.json
+        too (`check_request`); ConfigError naming the first that is not this evaluation's."""
+        self.check_request(num_workers)
+        pieces = [self.load(part, num_workers) for part in range(self.num_parts)]
         return concatenate_video_scores(pieces)
 
     def remove(self) -> None:
@@ -132,13 +140,16 @@ class EvaluationParts:
             self.folder.parent.rmdir()
 
 
-def evaluation_parts(out_dir: Path, request: dict, num_videos: int) -> EvaluationParts:
+def evaluation_parts(
+    out_dir: Path, request: dict, num_videos: int, expected: SplitRows | None = None
+) -> EvaluationParts:
     """The parts of the evaluation `request` (actrec.evaluation.reuse.evaluation_request)
-    of `num_videos` videos whose results go to out_dir."""
+    of `num_videos` videos whose results go to out_dir; `expected`: what they hold."""
     size = part_size(num_videos)
     content = {**request, "num_videos": num_videos, "part_size": size}
     digest = hashlib.sha256(json.dumps(content, sort_keys=True).encode("utf-8")).hexdigest()
-    return EvaluationParts(Path(out_dir) / PARTS_DIR / digest[:16], num_videos, size)
+    folder = Path(out_dir) / PARTS_DIR / digest[:16]
+    return EvaluationParts(folder, num_videos, size, request, expected)
 
 
 def _missing_text(parts: EvaluationParts, missing: list[int], num_workers: int) -> str:

@@ -165,21 +165,44 @@ def load_video_scores(path: Path | str) -> VideoScores:
     path = Path(path)
     if path.is_dir():
         path = path / SCORES_FILE
+    from actrec.evaluation.npz_arrays import read_arrays
+
     try:
-        with np.load(path, allow_pickle=False) as content:
-            return VideoScores(
-                video_ids=tuple(str(video) for video in content["video_ids"]),
-                labels=content["labels"].astype(np.int64),
-                scores=content["scores"].astype(np.float64),
-                classes=tuple(str(name) for name in content["classes"]),
-                num_views=content["num_views"].astype(np.int64),
-                average=str(content["average"]) if "average" in content.files else "softmax",
-            )
-    except (OSError, ValueError, KeyError) as error:
+        content = read_arrays(path, _KINDS, _check_shapes, optional=("average",))
+    except ValueError as error:
         raise ConfigError(
             f"{path}: not a scores file written by `actrec eval` ({error}); give a "
             f"{SCORES_FILE} or the eval folder holding it"
         ) from None
+    return VideoScores(
+        video_ids=tuple(str(video) for video in content["video_ids"]),
+        labels=content["labels"].astype(np.int64),
+        scores=content["scores"].astype(np.float64),
+        classes=tuple(str(name) for name in content["classes"]),
+        num_views=content["num_views"].astype(np.int64),
+        average=str(content["average"]) if "average" in content else "softmax",
+    )
+
+
+_KINDS = {  # the dtype kinds of a scores file's arrays
+    "video_ids": "U",
+    "labels": "iu",
+    "scores": "fiu",
+    "classes": "U",
+    "num_views": "iu",
+    "average": "U",
+}
+
+
+def _check_shapes(shapes: dict[str, tuple[int, ...]]) -> None:
+    """ValueError unless the declared shapes are those of N videos over K classes."""
+    rows, classes = shapes["video_ids"], shapes["classes"]
+    if len(rows) != 1 or len(classes) != 1:
+        raise ValueError(f"video_ids of shape {rows} and classes of shape {classes}")
+    wanted = {"labels": rows, "num_views": rows, "scores": (*rows, *classes), "average": ()}
+    for name, shape in wanted.items():
+        if name in shapes and shapes[name] != shape:
+            raise ValueError(f"{name} of shape {shapes[name]}, not {shape}")
 
 
 def fuse_video_scores(

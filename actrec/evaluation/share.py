@@ -1,5 +1,8 @@
 """This worker's share of an evaluation: its parts (actrec.evaluation.parts) that are not
-saved yet, scored in one pass of the view pipeline and saved one by one as they finish."""
+saved yet, scored in one pass of the view pipeline and saved one by one as they finish.
+Its parts saved by an earlier attempt are skipped only if they are the parts asked for
+(actrec.evaluation.part_checks); one that is not stops the worker, named with the fix,
+before it scores anything."""
 
 from __future__ import annotations
 
@@ -38,14 +41,12 @@ def score_share(
     inputs: ShareInputs,
     parts: EvaluationParts,
     cluster: ClusterInfo,
-    request: dict,
     progress: Progress,
     description: str,
 ) -> None:
     """Score and save the parts of this worker's share that are not saved yet.
 
     make_model: builds the model (not called when every part of the share is saved).
-    request: what the parts are an evaluation of (saved beside them).
     Progress (`description`) counts the share's videos, those of parts saved by an earlier
     attempt first.
     """
@@ -53,6 +54,9 @@ def score_share(
     saved = parts.saved()
     pending = [part for part in share if part not in saved]
     reused = [part for part in share if part in saved]
+    parts.check_request(cluster.num_workers)
+    for part in reused:  # ConfigError naming one that is not the part asked for
+        parts.load(part, cluster.num_workers)
     progress.start(description + worker_text(cluster), _videos(parts, share))
     try:
         if reused:
@@ -62,7 +66,7 @@ def score_share(
             )
             progress.advance(_videos(parts, reused))
         if pending:
-            _score_parts(make_model(), inputs, parts, pending, request, progress)
+            _score_parts(make_model(), inputs, parts, pending, progress)
     finally:
         progress.finish()
 
@@ -71,7 +75,7 @@ def _videos(parts: EvaluationParts, chosen: list[int]) -> int:
     return sum(len(parts.rows(part)) for part in chosen)
 
 
-def _score_parts(model, inputs: ShareInputs, parts, pending: list[int], request, progress):
+def _score_parts(model, inputs: ShareInputs, parts, pending: list[int], progress):
     """One view pipeline over the pending parts' videos; each part saved when complete."""
     from actrec.data.input.views import build_view_dataset
     from actrec.evaluation.scores import compute_video_scores
@@ -93,5 +97,5 @@ def _score_parts(model, inputs: ShareInputs, parts, pending: list[int], request,
         progress,
         inputs.average,
         parts=local_rows,
-        save_part=lambda index, scores: parts.save(pending[index], scores, request),
+        save_part=lambda index, scores: parts.save(pending[index], scores),
     )

@@ -91,7 +91,7 @@ def test_parts_cover_the_split_once_in_its_order_on_any_number_of_workers(tmp_pa
 
 
 def test_a_damaged_part_is_named_with_the_fix(tmp_path):
-    parts = EvaluationParts(tmp_path / "parts", 3, 2)
+    parts = EvaluationParts(tmp_path / "parts", 3, 2, {"split": "test"})
     scores = VideoScores(
         ("a", "b"),
         np.zeros(2, np.int64),
@@ -100,7 +100,7 @@ def test_a_damaged_part_is_named_with_the_fix(tmp_path):
         np.ones(2, np.int64),
         "logits",
     )
-    parts.save(0, scores, {"split": "test"})
+    parts.save(0, scores)
     save_video_scores(scores, parts.path(1))  # two videos where part 1 has one
     with pytest.raises(ConfigError, match=r"part-00001-of-00002\.npz holds 2 videos.*delete"):
         parts.merged()
