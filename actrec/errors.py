@@ -82,3 +82,9 @@ class WorkerLostError(ActrecError):
 class ClusterError(ActrecError):
     """A cluster that should run the work (`actrec prepare --executor ray`) cannot: it cannot
     be reached, Ray is not installed, or a node lacks the dataset or actrec's versions."""
+
+
+class UntrustedModelError(ConfigError):
+    """A model file handed to actrec (an export's SavedModel, TFLite or ONNX file) holds what
+    an actrec export never does (an op that may act on files, data outside its folder): it
+    is not loaded unless the user says they trust its author."""

@@ -106,6 +106,13 @@ def _quiet_opencv() -> None:
     help="With --stream: frames whose logits the running prediction averages.  [default: "
     "the model's segments]",
 )
+@click.option(
+    "--trust-model",
+    is_flag=True,
+    help="Run the model even if it holds what an actrec export never does (an op that may "
+    "act on your files, data outside its folder): only for a model whose author you trust. "
+    "Without it, such a model is refused before it is loaded.",
+)
 @format_options("runtime_options")
 def predict(
     videos,
@@ -119,6 +126,7 @@ def predict(
     stream,
     every,
     smooth,
+    trust_model,
     **runtime_options,
 ):
     """Predict the action in each VIDEO: decoded, sampled and (for flow models) given optical
@@ -145,17 +153,24 @@ def predict(
     if stream:
         from actrec_cli.predict_stream import run_stream
 
-        run_stream(videos[0], model_dir, top_k, as_json, every, smooth, options)
+        run_stream(videos[0], model_dir, top_k, as_json, every, smooth, options, trust_model)
         return
     if timeline:
         from actrec_cli.predict_timeline import run_timeline
 
-        run_timeline(videos, model_dir, top_k, as_json, window, stride, csv_path, options)
+        run_timeline(
+            videos, model_dir, top_k, as_json, window, stride, csv_path, options, trust_model
+        )
         return
     from actrec.export.predict import predict_videos
 
     predictions = predict_videos(
-        videos, model_dir, top_k, progress=progress_for("videos"), **options
+        videos,
+        model_dir,
+        top_k,
+        progress=progress_for("videos"),
+        trust_model=trust_model,
+        **options,
     )
     failed = [prediction for prediction in predictions if not prediction.ok]
     for prediction in failed:

@@ -16,11 +16,18 @@ def _line(step) -> str:
 
 
 def run_stream(
-    source: str, model_dir, top_k: int, as_json: bool, every, smooth, options: dict
+    source: str,
+    model_dir,
+    top_k: int,
+    as_json: bool,
+    every,
+    smooth,
+    options: dict,
+    trust_model: bool = False,
 ) -> None:
     from actrec.export.stream_predict import StreamingModel, stream_predictions
 
-    model = StreamingModel(model_dir, **options)
+    model = StreamingModel(model_dir, trust_model, **options)
     steps = 0
     for step in stream_predictions(model, source, every, smooth, top_k):
         steps += 1

@@ -32,14 +32,29 @@ def _table(timeline) -> Table:
 
 
 def run_timeline(
-    videos, model_dir, top_k, as_json, window, stride, csv_path: Path | None, options: dict
+    videos,
+    model_dir,
+    top_k,
+    as_json,
+    window,
+    stride,
+    csv_path: Path | None,
+    options: dict,
+    trust_model: bool = False,
 ):
     """Prints (and with --csv writes) the timelines of `videos`; exit 1 if any failed."""
     from actrec.atomic import write_text_atomic
     from actrec.export.timeline import timeline_csv, video_timelines
 
     timelines = video_timelines(
-        videos, model_dir, window, stride, top_k, progress=progress_for("windows"), **options
+        videos,
+        model_dir,
+        window,
+        stride,
+        top_k,
+        progress=progress_for("windows"),
+        trust_model=trust_model,
+        **options,
     )
     failed = [timeline for timeline in timelines if not timeline.ok]
     for timeline in timelines:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from actrec import __version__
 from actrec.errors import ConfigError
+from actrec.export.metadata_schema import check_export_metadata
 
 if TYPE_CHECKING:
     from actrec.export.streams import ExportedStream
@@ -93,7 +94,8 @@ def export_metadata(
 
 
 def read_export_metadata(model_dir: Path | str) -> dict:
-    """actrec.json of an export folder; ConfigError naming the folder otherwise."""
+    """actrec.json of an export folder, checked against its schema
+    (actrec.export.metadata_schema); ConfigError naming the folder or the field otherwise."""
     model_dir = Path(model_dir)
     path = model_dir / METADATA_FILE
     if not model_dir.is_dir():
@@ -113,4 +115,5 @@ def read_export_metadata(model_dir: Path | str) -> dict:
             f"{path} has format_version {metadata.get('format_version')!r}; this actrec reads "
             f"version {METADATA_FORMAT_VERSION}: export the model again with this version"
         )
+    check_export_metadata(path, metadata)
     return metadata

@@ -75,9 +75,11 @@ def record_inputs(video_records: Sequence[bytes], with_rgb: bool = True, with_fl
 class ExportedModel:
     """An `actrec export` folder, loaded once by its format (actrec.export.formats): its
     description (actrec.json) and its clip model. options: the format's runtime options
-    (onnx: provider; tflite: interpreter)."""
+    (onnx: provider; tflite: interpreter). The model file is checked for what an actrec
+    export never holds before it is loaded (ExportFormat.check_untrusted) unless
+    `trust_model`."""
 
-    def __init__(self, model_dir: Path | str, **options):
+    def __init__(self, model_dir: Path | str, trust_model: bool = False, **options):
         from actrec.data.format.flow import available_flow_methods
         from actrec.data.prepare.encode_video import PrepareSettings
 
@@ -112,6 +114,8 @@ class ExportedModel:
             jpeg_quality=int(preparation.get("jpeg_quality", defaults.jpeg_quality)),
             min_frames=2 if needs_flow else 1,
         )
+        if not trust_model:
+            self.format.check_untrusted(self.model_dir, self.metadata)
         self.model = self.format.clip_model(self.model_dir, self.metadata, **options)
 
     def video_inputs(self, path: Path | str) -> dict:
@@ -163,15 +167,16 @@ def predict_videos(
     model_dir: Path | str,
     top_k: int = DEFAULT_TOP_K,
     progress: Progress | None = None,
+    trust_model: bool = False,
     **options,
 ) -> list[VideoPrediction]:
     """One VideoPrediction per video, in order; a video that cannot be used has `error`
     set and does not stop the others. ConfigError when the model folder is not usable.
-    options: the format's runtime options (ExportedModel)."""
+    trust_model, options: see ExportedModel."""
     if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
         raise ConfigError(f"top-k {top_k!r} is not valid; use a whole number >= 1")
     progress = progress or NullProgress()
-    model = ExportedModel(model_dir, **options)
+    model = ExportedModel(model_dir, trust_model, **options)
     results = []
     progress.start("predict", len(videos))
     try:

@@ -54,9 +54,10 @@ def _softmax(logits: np.ndarray) -> np.ndarray:
 class StreamingModel:
     """A streaming export folder, loaded by its format (actrec.export.formats): one frame at
     a time, the shift state kept here. options: the format's runtime options (onnx:
-    provider; tflite: interpreter)."""
+    provider; tflite: interpreter). The model file is checked as ExportedModel checks it,
+    unless `trust_model`."""
 
-    def __init__(self, model_dir: Path | str, **options):
+    def __init__(self, model_dir: Path | str, trust_model: bool = False, **options):
         self.model_dir = Path(model_dir)
         self.metadata = read_export_metadata(self.model_dir)
         self.streaming = self.metadata.get("streaming")
@@ -70,6 +71,8 @@ class StreamingModel:
         self.classes = tuple(self.metadata["classes"])
         export_format = format_of_export(self.model_dir, self.metadata)
         export_format.check_runtime_options(self.model_dir, options)
+        if not trust_model:
+            export_format.check_untrusted(self.model_dir, self.metadata)
         self._step = export_format.stream_model(self.model_dir, self.metadata, **options)
         self._states = [state["input"] for state in self.streaming["states"]]
         # Where a format cannot give an output an input's name (ONNX), actrec.json says it.

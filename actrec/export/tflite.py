@@ -93,11 +93,18 @@ class TfliteRunner:
             # TensorFlow's interpreter warns that it is deprecated in favour of LiteRT,
             # which "auto" prefers where it is installed.
             warnings.simplefilter("ignore")
-            if content is not None:
-                loaded = Interpreter(model_content=content, num_threads=num_threads)
-            else:
-                loaded = Interpreter(model_path=str(path), num_threads=num_threads)
-        self._runner = loaded.get_signature_runner()
+            try:
+                if content is not None:
+                    loaded = Interpreter(model_content=content, num_threads=num_threads)
+                else:
+                    loaded = Interpreter(model_path=str(path), num_threads=num_threads)
+                self._runner = loaded.get_signature_runner()
+            except (ValueError, RuntimeError) as error:
+                where = "the converted model" if content is not None else str(path)
+                raise ConfigError(
+                    f"{self.interpreter} cannot load {where} ({str(error).splitlines()[0]}); "
+                    "export the model again"
+                ) from None
 
     def __call__(self, **inputs) -> dict:
         return self._runner(**{name: np.asarray(value) for name, value in inputs.items()})

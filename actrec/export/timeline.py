@@ -283,15 +283,16 @@ def video_timelines(
     stride_seconds: float | None = None,
     top_k: int = 5,
     progress: Progress | None = None,
+    trust_model: bool = False,
     **options,
 ) -> list[Timeline]:
     """One Timeline per video, in order (see video_timeline); ConfigError when the model
     folder or the window is not usable (before any video is read). options: the format's
-    runtime options (actrec.export.predict.ExportedModel)."""
+    runtime options and trust_model (actrec.export.predict.ExportedModel)."""
     from actrec.export.predict import ExportedModel
 
     window_lengths(window_seconds, stride_seconds, 25.0, 1)  # checks the values first
-    model = ExportedModel(model_dir, **options)
+    model = ExportedModel(model_dir, trust_model, **options)
     return [
         video_timeline(model, video, window_seconds, stride_seconds, top_k, progress)
         for video in videos

@@ -270,6 +270,11 @@ class OnnxFormat(ExportFormat):
             "",
         ]
 
+    def check_untrusted(self, model_dir: Path, metadata: dict) -> None:
+        from actrec.export.device_file_checks import check_onnx_file
+
+        check_onnx_file(model_dir / ONNX_FILE)
+
     def clip_model(self, model_dir: Path, metadata: dict, **options):
         runner = OnnxRunner(model_dir / ONNX_FILE, options.get("provider", "auto"))
         return ReadyClipModel(runner.run, model_dir, metadata)

@@ -155,6 +155,13 @@ class ExportFormat:
         """The model card's "Use" section (Markdown lines)."""
         raise NotImplementedError
 
+    def check_untrusted(self, model_dir: Path, metadata: dict) -> None:
+        """UntrustedModelError (actrec.errors) when the model file holds what an actrec
+        export of this format never does (an op that may act on files, data outside the
+        folder), read as data before anything of it is loaded or run. `actrec predict`
+        calls it unless the user trusts the model's author (--trust-model)."""
+        raise NotImplementedError
+
     def clip_model(self, model_dir: Path, metadata: dict, **options: Any):
         """The loaded clip model `actrec predict` runs: an object whose
         `probabilities(inputs)` maps uint8 videos by input name ("frames" [N, F, H, W, 3],

@@ -156,6 +156,11 @@ class SavedModelFormat(ExportFormat):
             "",
         ]
 
+    def check_untrusted(self, model_dir: Path, metadata: dict) -> None:
+        from actrec.export.savedmodel_ops import check_savedmodel_ops
+
+        check_savedmodel_ops(model_dir)
+
     def clip_model(self, model_dir: Path, metadata: dict, **options):
         return SavedModelClip(model_dir, metadata)
 

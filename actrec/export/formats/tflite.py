@@ -93,6 +93,11 @@ class TfliteFormat(ExportFormat):
             "",
         ]
 
+    def check_untrusted(self, model_dir: Path, metadata: dict) -> None:
+        from actrec.export.device_file_checks import check_tflite_file
+
+        check_tflite_file(model_dir / TFLITE_FILE)
+
     def clip_model(self, model_dir: Path, metadata: dict, **options):
         runner = TfliteRunner(
             model_dir / TFLITE_FILE, interpreter=options.get("interpreter", "auto")

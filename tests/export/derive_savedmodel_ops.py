@@ -1,0 +1,90 @@
+"""Prints the TensorFlow ops of every SavedModel variant actrec exports, for every registered
+backbone: `python tests/export/derive_savedmodel_ops.py` (a few minutes). Its output is
+actrec.export.savedmodel_ops.SIGNATURE_OPS; tests/export/test_savedmodel_ops.py checks
+that the suite's exports need no op outside it.
+
+Each variant's serving function is traced as `actrec export` traces it (clip model: one
+stream of each modality, two streams fused; the online TSM's streaming step), with random
+weights at a small input size, and the ops of its graph and every function it calls are
+collected (the variables' reads and the SavedModel's own nodes are the same for all).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+
+from actrec.config.backbones import BACKBONES, SHIFT_FAMILIES, backbone_spec
+from actrec.config.recipe import DataConfig, ModelConfig
+from actrec.data.input.clip_spec import clip_spec
+from actrec.export.savedmodel_ops import graph_def_ops
+from actrec.export.serving import build_serving_function, input_signature
+from actrec.export.streaming_export import build_streaming_serving
+from actrec.export.streams import ExportedStream
+from actrec.models.factory import build_model
+from actrec.models.streaming import streaming_state_shapes
+
+
+def _recipe_like(model: ModelConfig, data: DataConfig):
+    @dataclasses.dataclass(frozen=True)
+    class Recipe:
+        model: ModelConfig
+        data: DataConfig
+
+    return Recipe(model, data)
+
+
+def traced_ops(function, signature) -> set[str]:
+    import tensorflow as tf
+
+    concrete = tf.function(function, input_signature=signature, autograph=False)
+    return graph_def_ops(concrete.get_concrete_function().graph.as_graph_def())
+
+
+def variant_ops(backbone: str, crop: int) -> set[str]:
+    ops: set[str] = set()
+    architectures = ["tsn"]
+    if backbone_spec(backbone).shift_family in SHIFT_FAMILIES:
+        architectures.append("tsm")
+    for architecture in architectures:
+        streams = []
+        for modality, new_length in (("rgb", 1), ("flow", 2)):
+            data = DataConfig(
+                modality=modality,
+                num_segments=2,
+                new_length=new_length,
+                crop_size=crop,
+                scale_size=crop + 8,
+            )
+            model = ModelConfig(architecture=architecture, backbone=backbone, weights="none")
+            recipe = _recipe_like(model, data)
+            network = build_model(model, data, 5)
+            stream = ExportedStream(clip_spec(recipe, False), network)
+            streams.append(stream)
+            serve = build_serving_function([stream], [str(i) for i in range(5)], 5)
+            ops |= traced_ops(serve, input_signature([stream]))
+        serve = build_serving_function(streams, [str(i) for i in range(5)], 5, (1.0, 1.5))
+        ops |= traced_ops(serve, input_signature(streams))
+        if architecture == "tsm":
+            model = ModelConfig(
+                architecture="tsm", backbone=backbone, weights="none", shift_direction="online"
+            )
+            data = DataConfig(num_segments=2, crop_size=crop, scale_size=crop + 8)
+            network = build_model(model, data, 5)
+            spec = clip_spec(_recipe_like(model, data), False)
+            serve, signature = build_streaming_serving(
+                network, spec, streaming_state_shapes(network)
+            )
+            ops |= traced_ops(serve, signature)
+    return ops
+
+
+if __name__ == "__main__":
+    names = sys.argv[1:] or list(BACKBONES)
+    every = set()
+    for name in names:
+        crop = 96 if name == "inception_v3" else 64
+        ops = variant_ops(name, crop)
+        print(name, len(ops), sorted(ops - every), file=sys.stderr, flush=True)
+        every |= ops
+    print(sorted(every))
