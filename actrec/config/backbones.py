@@ -13,8 +13,10 @@ smoke runs train the real pipeline in seconds (`weights` None).
 The digests are copied from the installed Keras sources (keras/src/applications/*.py).
 Keras publishes 32-hex-digit MD5 digests for these files (its `get_file` picks MD5 for any
 hash that is not 64 digits long), not SHA-256, and none at all for MobileNetV2; the registry
-records exactly that (`hash_algorithm` is "md5" or None). The local store adds a SHA-256 of
-every file it installs (see actrec.models.pretrained).
+records exactly that (`hash_algorithm` is "md5" or None). Every file still has a digest: one
+with none published is marked `sha256_recorded_at_install`, its SHA-256 recorded by the
+local store when it installs the file and checked on every use, and a store copy that no
+installation recorded is refused (see actrec.models.pretrained).
 
 Importing this module imports neither Keras nor anything of actrec but its errors.
 """
@@ -68,6 +70,9 @@ class WeightsFile:
     published (then nothing is verified against the publisher).
     `file_name` is the name in the store; `source_file_name` the published PyTorch file's
     name where the store holds its conversion (None: the store holds the published file).
+    `sha256_recorded_at_install`: no digest is published, so the file's digest is the
+    SHA-256 the store records when it installs it (`actrec pretrained import` / `fetch`),
+    checked on every use; a copy in the store without that record is not used.
     """
 
     file_name: str
@@ -75,6 +80,7 @@ class WeightsFile:
     hash_algorithm: str | None
     file_hash: str | None
     source_file_name: str | None = None
+    sha256_recorded_at_install: bool = False
 
 
 @dataclass(frozen=True)
@@ -228,12 +234,15 @@ _SPECS = [
         default_input_size=224,
         preprocessing="tf",
         feature_width=1280,
-        # Keras downloads this file without any hash check: there is nothing to verify.
+        # keras.applications.mobilenet_v2 publishes no digest (Keras downloads it unchecked),
+        # and none is published elsewhere that actrec can cite: its digest is the SHA-256
+        # the store records when it installs the file (`--sha256 HEX` checks a mirror's).
         weights=WeightsFile(
             _MOBILENET_V2_FILE,
             f"{KERAS_APPLICATIONS_URL}mobilenet_v2/{_MOBILENET_V2_FILE}",
             None,
             None,
+            sha256_recorded_at_install=True,
         ),
         shift_family="mobilenet_v2",
     ),

@@ -14,8 +14,9 @@ Resolution order for a backbone's no-top ImageNet file (docs/architecture.md §4
 Digests: Keras publishes an MD5 digest for every file here but MobileNetV2's (see
 actrec.config.backbones); a file that does not match it is never used or installed. The
 store records the SHA-256 of every file it installs in `manifest.json` and checks it on
-every use, which also covers MobileNetV2; `import_weights(..., expected_sha256=...)` checks
-a digest of the user's own (a mirror's published SHA-256, for example).
+every use, which also covers MobileNetV2 (`sha256_recorded_at_install`: a store copy of it
+without that record is refused); `import_weights(..., expected_sha256=...)` checks a digest
+of the user's own (a mirror's published SHA-256, for example).
 
 Standard library only: listing and importing weights does not import Keras.
 """
@@ -36,6 +37,7 @@ from actrec.models.weight_store import (
     keras_cache_directory,
     missing_weights_message,
     store_directories,
+    unrecorded_file_message,
 )
 from actrec.progress import Progress
 
@@ -85,7 +87,11 @@ def check_found_file(status: WeightsStatus) -> str:
         checks.append("Keras's MD5")
     if status.location == "store" and check_store_record(status.path, digests):
         checks.append("the SHA-256 recorded at installation")
-    return " and ".join(checks) or "nothing (Keras publishes no digest for this file)"
+    elif status.location == "store" and status.spec.weights.sha256_recorded_at_install:
+        raise WeightsError(unrecorded_file_message(status.path, status.spec))
+    if not checks:  # a Keras-cache copy of a file with no published digest
+        return "nothing (no digest is published; `actrec pretrained import` records its SHA-256)"
+    return " and ".join(checks)
 
 
 def resolve_weights(

@@ -77,6 +77,8 @@ def verification_summary(spec: BackboneSpec, expected_sha256: str | None) -> str
         )
     if expected_sha256 is not None:
         checks.append(f"the given SHA-256 {expected_sha256.strip().lower()}")
+    if spec.weights.sha256_recorded_at_install:
+        checks.append("its SHA-256, recorded now and checked on every use (no digest is published)")
     if not checks:
         return "nothing (Keras publishes no digest for this file)"
     return " and ".join(checks)

@@ -123,3 +123,15 @@ def missing_weights_message(spec: BackboneSpec) -> str:
         f"PATH/{downloaded}`; or, where this machine may download, run "
         f"`actrec pretrained fetch {spec.name}`."
     )
+
+
+def unrecorded_file_message(path: Path, spec: BackboneSpec) -> str:
+    """Returns the error text for a store file with no published digest whose SHA-256 no
+    installation recorded (copied in by hand): it has nothing to be checked against."""
+    return (
+        f"{path}: no digest is published for {spec.weights.file_name} and the store's "
+        f"{MANIFEST_NAME} records no SHA-256 for it (copied in by hand?), so nothing can "
+        f"check it. Install it with `actrec pretrained import PATH/{spec.weights.file_name}` "
+        "(add --sha256 HEX when a mirror publishes one), which records its SHA-256 and checks "
+        "it on every use"
+    )

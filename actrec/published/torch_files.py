@@ -31,6 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from actrec.errors import WeightsError
+from actrec.published.tensor_checks import check_tensor_values
 
 STATE_DICT_KEYS = ("state_dict", "model", "model_state")
 """Where a checkpoint dict keeps its state dict: TSM and mmaction2; other common layouts."""
@@ -83,7 +84,10 @@ class TorchCheckpoint:
 def read_torch_checkpoint(path: Path | str) -> TorchCheckpoint:
     """Reads the PyTorch checkpoint at `path` (torch.save of a state dict, or of a dict holding
     one) with no code run; WeightsError naming the file when it is missing, not a
-    checkpoint, truncated, holds no tensors, or would need code to load."""
+    checkpoint, truncated, holds no tensors, or would need code to load, and naming the
+    tensor when one declares more data than the file stores (checked before anything is
+    allocated) or holds values that would poison training (NaN / inf, a negative BatchNorm
+    variance: actrec.published.tensor_checks)."""
     path = Path(path)
     if not path.is_file():
         raise WeightsError(f"{path}: no such file; give the path of a PyTorch .pth file")
@@ -91,9 +95,11 @@ def read_torch_checkpoint(path: Path | str) -> TorchCheckpoint:
     file_format = _file_format(path)
     loaded = _loaded_object(torch, path, file_format)
     state_key, state = _state_dict_entries(torch, loaded, path)
+    state_dict = {key: _array(torch, value) for key, value in state.items()}
+    check_tensor_values(path, state_dict)
     return TorchCheckpoint(
         path=path,
-        state_dict={key: _array(torch, value) for key, value in state.items()},
+        state_dict=state_dict,
         metadata=_metadata(torch, loaded, state_key),
         file_format=file_format,
         sha256=_sha256(path),
@@ -190,13 +196,17 @@ def _allowed_globals() -> list:
 
 
 def _loaded_object(torch, path: Path, file_format: str):
-    """The unpickled checkpoint, by torch.load(weights_only=True) with `_allowed_globals`."""
+    """The unpickled checkpoint, by torch.load(weights_only=True) with `_allowed_globals`,
+    once the sizes it declares are checked against the data it stores."""
+    from actrec.published.storage_sizes import check_declared_sizes  # it imports this module
+
     # safe_globals removes its globals on exit: leave out any the caller had allowed already.
     known = torch.serialization.get_safe_globals()
     allowed = [item for item in _allowed_globals() if item not in known]
     with torch.serialization.safe_globals(allowed):
         if file_format == "zip":
             _check_globals(torch, path)
+        check_declared_sizes(path, file_format)  # before torch.load allocates them
         try:
             # map_location: published files hold CUDA storages; weights_only=True passed
             # explicitly also wins over TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD.
