@@ -201,6 +201,33 @@ def _usage_section(metadata: dict) -> list[str]:
     return [*lines, ""]
 
 
+def _trust_section(predicts: bool) -> list[str]:
+    """What is checked when this folder is loaded, and what is not."""
+    if predicts:
+        checked = (
+            "`actrec predict` checks this folder before it loads anything of it: "
+            "`actrec.json` against its schema (every file it names inside the folder) and the "
+            "model file for what an actrec export never holds (a SavedModel op outside those "
+            "actrec's exports use, TFLite custom or TensorFlow operators, ONNX data outside "
+            "the folder), refused unless `--trust-model`. Loading the model directly, as "
+            "above, runs whatever the file holds: do so for a copy you made or whose author "
+            "you trust."
+        )
+    else:
+        checked = (
+            "`load_segment_model` loads `model.keras` in Keras's safe mode, every actrec "
+            "layer registered: Python functions stored in the file (lambdas) are refused, "
+            "not run."
+        )
+    return [
+        "## Trust",
+        "",
+        checked + " Not checked: what an allowed operation is asked to do (memory and "
+        "time it may take).",
+        "",
+    ]
+
+
 def _with_article(title: str) -> str:
     return ("an " if title[0] in "AEIOU" else "a ") + title
 
@@ -257,6 +284,7 @@ def model_card(name: str, streams: Sequence[ExportedStream], metadata: dict) -> 
     ]
     lines += _evaluation_section(streams)
     lines += _usage_section(metadata)
+    lines += _trust_section(export_format(metadata["model_format"]).predicts)
     lines += [
         "## Limitations",
         "",
