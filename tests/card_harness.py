@@ -19,6 +19,12 @@ from pathlib import Path
 
 import numpy as np
 
+from actrec.data.input.clip_spec import clip_spec
+from actrec.export.formats.registry import ExportRequest
+from actrec.export.metadata import read_export_metadata
+from actrec.export.streams import ExportedStream
+from actrec.runs.trained import build_trained_model, load_trained_run
+
 SIZES = {"N": 2, "F": 10, "F-1": 9, "H": 60, "W": 80}
 """Values of the symbolic sizes the cards use (80x60 frames: the training frames were 64x48)."""
 
@@ -117,3 +123,89 @@ def run_cards(folders: list[Path], work: Path, seed: int = 0) -> list[CardRun]:
             outputs = {name: saved[name] for name in saved.files}
         runs.append(CardRun(folder, inputs[index], outputs, modules[index]))
     return runs
+
+
+# --- what the exporting runs give: the reference the cards' outputs are compared with -----
+
+TOLERANCE = {"savedmodel": 1e-5, "keras": 1e-5, "tflite": 1e-4, "onnx": 1e-4}
+"""The formats' own tolerances against the exporting run (float32)."""
+FUSION_WEIGHTS = (1.0, 1.5)  # export's default
+
+
+def _streams(run_dirs: list[Path]) -> list[ExportedStream]:
+    runs = sorted((load_trained_run(path) for path in run_dirs), key=lambda r: r.modality != "rgb")
+    return [
+        ExportedStream(clip_spec(run.recipe, False), build_trained_model(run), run) for run in runs
+    ]
+
+
+def _numpy(outputs) -> dict:
+    if not isinstance(outputs, dict):
+        outputs = {"outputs": outputs}
+    return {name: np.asarray(value) for name, value in outputs.items()}
+
+
+def reference_outputs(export: Path, inputs: dict) -> dict:
+    """What the exporting runs' models, rebuilt in this process, give on the card's inputs:
+    the export's own graph functions over them (no file written or read back)."""
+    metadata = read_export_metadata(export)
+    streams = _streams([Path(stream["run"]) for stream in metadata["streams"]])
+    model_format, streaming = metadata["model_format"], bool(metadata.get("streaming"))
+    if model_format == "savedmodel" and streaming:
+        from actrec.export.streaming_export import build_streaming_serving
+        from actrec.models.streaming import streaming_state_shapes
+
+        shapes = streaming_state_shapes(streams[0].model)
+        serve, signature = build_streaming_serving(streams[0].model, streams[0].spec, shapes)
+        return _numpy(serve(*[inputs[spec.name] for spec in signature]))
+    if model_format == "savedmodel":
+        from actrec.export.serving import build_serving_function
+
+        classes = metadata["classes"]
+        serve = build_serving_function(streams, classes, metadata["top_k"], FUSION_WEIGHTS)
+        return _numpy(serve(*[inputs[stream.input_name] for stream in streams]))
+    if model_format == "keras":
+        if len(streams) == 1:
+            return _numpy(streams[0].model(inputs["frames"], training=False))
+        from actrec.models.fusion import build_two_stream_model
+
+        model = build_two_stream_model(streams[0].model, streams[1].model, FUSION_WEIGHTS)
+        return _numpy(model({"rgb": inputs["rgb"], "flow": inputs["flow"]}, training=False))
+    from actrec.export.ready_clips import model_function
+
+    request = ExportRequest(streams, metadata["classes"], 5, FUSION_WEIGHTS, streaming=streaming)
+    function, signature, _ = model_function(request, None)
+    outputs = _numpy(function(*[inputs[spec.name] for spec in signature]))
+    if model_format == "onnx":  # an ONNX output cannot share an input's name
+        outputs = {f"next_{n}" if n.startswith("state_") else n: v for n, v in outputs.items()}
+    return outputs
+
+
+def assert_cards_give_the_runs_outputs(folders: list[Path], work: Path) -> set:
+    """Runs the cards of `folders` (run_cards) and asserts each gives its exporting runs'
+    outputs within its format's tolerance, on inputs that give different scores; a
+    SavedModel, TFLite or ONNX card imports no actrec. Returns the (format, streams,
+    streaming) variants compared."""
+    runs = run_cards(folders, work)
+    compared = set()
+    for run in runs:
+        metadata = read_export_metadata(run.folder)
+        model_format = metadata["model_format"]
+        if model_format != "keras":  # TensorFlow, LiteRT or ONNX Runtime alone
+            assert run.actrec_modules == [], run.folder.name
+        expected = reference_outputs(run.folder, run.inputs)
+        assert run.outputs and set(run.outputs) <= set(expected), (run.folder.name, run.outputs)
+        for name, value in run.outputs.items():
+            if value.dtype.kind == "S":  # the SavedModel's top-k class names
+                assert (value == expected[name].astype("S")).all(), (run.folder.name, name)
+                continue
+            difference = np.abs(value.astype(np.float64) - expected[name]).max()
+            assert difference <= TOLERANCE[model_format], (run.folder.name, name, difference)
+        scores = next(
+            run.outputs[name]
+            for name in ("probabilities", "logits", "outputs")
+            if name in run.outputs
+        )
+        assert np.abs(scores[0] - scores[-1]).max() > 1e-4 or scores.shape[0] == 1
+        compared.add((model_format, len(metadata["streams"]), bool(metadata.get("streaming"))))
+    return compared

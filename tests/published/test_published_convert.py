@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 import torch
 import torch_reference as reference
+from card_harness import assert_cards_give_the_runs_outputs
 from conftest import TINY_RUN_SETTINGS
 
 from actrec.runs.folder import RECIPE_FILE, RUN_FILE
@@ -134,7 +135,7 @@ def test_torchvision_file_installs_as_the_imagenet_start_of_its_backbone(tmp_pat
     from actrec.config import backbones
     from actrec.errors import WeightsError
     from actrec.models.segment_model import build_segment_model, segment_backbone
-    from actrec.models.weight_install import import_weights
+    from actrec.published.imagenet import import_weights
 
     model = reference.randomise_(reference.torchvision_resnet(50), seed=5)
     checkpoint = reference.save_torchvision(model, tmp_path)
@@ -309,6 +310,14 @@ def test_converted_model_fine_tunes_exports_and_predicts(
     assert predicted.exit_code == 0, predicted.output
     (prediction,) = json.loads(predicted.output[predicted.output.index("[") :])
     assert prediction["error"] is None and prediction["top_k"][0]["class"] in classes
+    # The cards of the fine-tuned run's exports and of the converted model's Keras export
+    # run in a fresh process and give those runs' outputs.
+    assert (
+        cli_runner("export", converted, "--format", "keras", "--out", tmp_path / "k").exit_code == 0
+    )
+    folders = [tmp_path / "export-savedmodel", tmp_path / "export-tflite", tmp_path / "k"]
+    compared = assert_cards_give_the_runs_outputs(folders, tmp_path)
+    assert compared == {("savedmodel", 1, False), ("tflite", 1, False), ("keras", 1, False)}
     online = reference.randomise_(reference.online_mobilenet_v2(27), seed=9)
     jester = convert(cli_runner, reference.save_online_demo(online, tmp_path), tmp_path / "j")
     assert jester.exit_code == 0

@@ -13,6 +13,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from card_harness import assert_cards_give_the_runs_outputs
 from conftest import TINY_RUN_SETTINGS, assert_steps_are_the_clip_models_segments
 
 from actrec.config.files import load_recipe
@@ -168,6 +169,10 @@ def test_a_distilled_online_tsm_evaluates_and_streams_as_tflite_without_flow(
     assert f"Distilled from: the flow run `{teacher['path']}`" in card
     assert teacher["sha256"] in card and "reads RGB frames only" in card
     assert "the maps of its backbone's layer block_2_add (FitNets' hints)" in card
+    # the cards' code, in a fresh process, gives the distilled run's outputs
+    export_runs([run], tmp_path / "keras", model_format="keras")
+    compared = assert_cards_give_the_runs_outputs([tmp_path / "lite", tmp_path / "keras"], tmp_path)
+    assert compared == {("tflite", 1, True), ("keras", 1, False)}
 
 
 def test_resuming_with_a_changed_teacher_is_refused(distilled_run, tiny_runs, tmp_path):
