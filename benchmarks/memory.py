@@ -7,7 +7,7 @@
                                 [--steps 2] [--skip-remat] [--skip-auto]
 
 Every number is measured in this run, each training step in a fresh process (see
-actrec.memory: the peak is the probe process's peak resident memory on CPU, the
+actrec.train.memory: the peak is the probe process's peak resident memory on CPU, the
 allocator peak on GPU), with random weights and a synthetic batch:
 
 1. Rematerialisation: one TSN model (default ResNet50, 2 segments of 112 px, 8 clips per
@@ -44,10 +44,10 @@ def _recipe(backbone: str, crop: int, segments: int, remat: bool = False):
 
 
 def remat_comparison(arguments) -> None:
-    from actrec.memory.probe import probe_batch
-    from actrec.memory.units import format_bytes
     from actrec.models.remat import describe_plan
     from actrec.models.segment_model import build_segment_model, segment_backbone
+    from actrec.train.memory.probe import probe_batch
+    from actrec.train.memory.units import format_bytes
 
     model = build_segment_model(
         arguments.backbone,
@@ -87,10 +87,10 @@ def remat_comparison(arguments) -> None:
 
 
 def auto_table(arguments) -> None:
-    from actrec.memory.choose import choose_batch
-    from actrec.memory.probe import probe_batch
-    from actrec.memory.recipe_edits import with_batch_size
-    from actrec.memory.units import MIB, format_bytes, parse_memory_size
+    from actrec.train.memory.choose import choose_batch
+    from actrec.train.memory.probe import probe_batch
+    from actrec.train.memory.recipe_edits import with_batch_size
+    from actrec.train.memory.units import MIB, format_bytes, parse_memory_size
 
     recipe = with_batch_size(
         _recipe(arguments.auto_backbone, arguments.auto_crop, arguments.auto_segments), "auto"

@@ -6,7 +6,7 @@ import os
 import time
 
 from actrec_cli.line_progress import LineProgress, format_value
-from rich.console import Console
+from rich.console import Console, ConsoleDimensions
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -16,8 +16,31 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-_STDOUT = Console()
-_STDERR = Console(stderr=True)
+PIPED_WIDTH = 1000
+"""Columns of output that is not a terminal (a pipe, a file, a test's capture): wide enough
+that no table is cut or wrapped to fit, so `actrec recipes | cat` and `> file` keep every
+word; a terminal's tables fit its own width."""
+
+
+class _OutputConsole(Console):
+    """A console drawn at PIPED_WIDTH when its file is not a terminal (decided at each print:
+    the file can change, as under click's CliRunner; $COLUMNS, which rich would take for a
+    pipe too, is for a terminal), else at the terminal's width."""
+
+    @property
+    def size(self) -> ConsoleDimensions:
+        size = super().size
+        if self.is_terminal:
+            return size
+        return ConsoleDimensions(PIPED_WIDTH, size.height)
+
+    @size.setter
+    def size(self, new_size: tuple[int, int]) -> None:
+        Console.size.fset(self, new_size)
+
+
+_STDOUT = _OutputConsole()
+_STDERR = _OutputConsole(stderr=True)
 
 
 def console() -> Console:

@@ -88,6 +88,8 @@ def eval_command(
     Under `actrec launch -n N`, TF_CONFIG or Slurm the videos are shared by the workers and
     the chief (worker 0) writes and prints the results; a killed evaluation resumes from
     the parts of the scores it saved (docs/cluster.md)."""
+    from actrec_cli.argument_checks import check_eval_arguments
+
     from actrec.cluster.strategy import cluster_from_environment
     from actrec.errors import ConfigError
     from actrec.evaluation.evaluate import evaluate_run, fuse_evaluations
@@ -100,6 +102,7 @@ def eval_command(
     protocol = resolve_protocol(protocol_name, segments, clips, int(crops) if crops else None)
     if force and not fuse:
         raise ConfigError("--force applies to --fuse (a single RUN is always evaluated)")
+    check_eval_arguments(run_dir, data_dir, out_dir)  # before TensorFlow: answered at once
     is_chief = cluster_from_environment().is_chief  # a bad TF_CONFIG fails here
     options = {
         "data_dir": data_dir,

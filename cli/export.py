@@ -114,10 +114,13 @@ def export(
     """Export RUN_DIR (a finished `actrec train` --workdir) as a TensorFlow SavedModel that
     takes decoded uint8 frames (and flow) of any size and returns class probabilities and
     the top-k class names, with actrec.json, classes.txt, the recipe and MODEL_CARD.md."""
+    from actrec_cli.argument_checks import check_export_arguments
+
+    runs = [run_dir] if other_run is None else [run_dir, other_run]
+    check_export_arguments(runs, out_dir, data_dir, overwrite)  # before TensorFlow: at once
     import_tensorflow_quietly()
     from actrec.export.writer import export_runs
 
-    runs = [run_dir] if other_run is None else [run_dir, other_run]
     summary = export_runs(
         runs,
         out_dir,

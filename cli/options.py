@@ -54,14 +54,14 @@ def _library_parsed(parse, value):
 
 def parse_batch_size_option(context, parameter, value: str | None):
     """click callback of `--batch-size N|auto`: a whole number >= 1 or "auto"."""
-    from actrec.memory.units import parse_batch_size
+    from actrec.train.memory.units import parse_batch_size
 
     return _library_parsed(parse_batch_size, value)
 
 
 def parse_memory_size_option(context, parameter, value: str | None):
     """click callback of `--memory-budget SIZE`: bytes (e.g. 6GiB)."""
-    from actrec.memory.units import parse_memory_size
+    from actrec.train.memory.units import parse_memory_size
 
     return _library_parsed(parse_memory_size, value)
 

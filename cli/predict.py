@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import click
+from actrec_cli.argument_checks import check_predict_arguments
 from actrec_cli.console import console, error_console, import_tensorflow_quietly, progress_for
 from actrec_cli.options import format_options
 from rich.table import Table
@@ -148,6 +149,7 @@ def predict(
     elif len(videos) != 1:
         raise click.UsageError("--stream takes one source (a file, camera index or URL)")
     options = {name: value for name, value in runtime_options.items() if value is not None}
+    check_predict_arguments(() if stream else videos, model_dir)  # before TensorFlow
     import_tensorflow_quietly()
     _quiet_opencv()
     if stream:

@@ -7,6 +7,7 @@ from contextlib import ExitStack
 from pathlib import Path
 
 import click
+from actrec_cli.argument_checks import check_prepare_arguments
 from actrec_cli.console import import_tensorflow_quietly, progress_for
 from actrec_cli.prepare_options import (
     default_out,
@@ -103,6 +104,7 @@ def prepare(
     validate_settings(settings)
     if address is not None and executor != "ray":
         raise click.UsageError("--address is for --executor ray")
+    check_prepare_arguments(dataset, root, out_dir, dry_run)  # before TensorFlow: at once
     import_tensorflow_quietly()
     if dataset == "synthetic" and not dry_run:
         generate_synthetic_if_missing(root)

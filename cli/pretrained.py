@@ -39,7 +39,7 @@ def list_command(verify: bool, urls: bool, as_json: bool) -> None:
 @click.option("--sha256", "expected_sha256", help="Also require this SHA-256 of the file.")
 def fetch(backbone: str, url: str | None, expected_sha256: str | None) -> None:
     """Download BACKBONE's weight file into the store and check its digest."""
-    from actrec.models.weight_install import fetch_weights
+    from actrec.published.imagenet import fetch_weights
 
     path = fetch_weights(
         backbone, url=url, expected_sha256=expected_sha256, progress=progress_for("bytes")
@@ -54,8 +54,10 @@ def fetch(backbone: str, url: str | None, expected_sha256: str | None) -> None:
 def import_command(file: Path, backbone: str | None, expected_sha256: str | None) -> None:
     """Check FILE (downloaded elsewhere) against its published digest and copy it into the
     store; a file that does not match installs nothing."""
-    from actrec.models.weight_install import import_weights
+    from actrec.published.downloads import refuse_video_checkpoint_import
+    from actrec.published.imagenet import import_weights
 
+    refuse_video_checkpoint_import(file)  # a TSM / mmaction2 video model: `convert` takes it
     path = import_weights(file, backbone=backbone, expected_sha256=expected_sha256)
     console().print(f"installed {path}", highlight=False)
 
@@ -106,8 +108,13 @@ def convert(
     docs/model-zoo.md lists the published files."""
     from actrec_cli.console import import_tensorflow_quietly
 
-    from actrec.published.convert import ConversionOptions, convert_checkpoint
+    from actrec.published.convert import (
+        ConversionOptions,
+        check_conversion_paths,
+        convert_checkpoint,
+    )
 
+    check_conversion_paths(checkpoint, out)  # before TensorFlow: a mistake is answered at once
     import_tensorflow_quietly()
     options = ConversionOptions(
         classes=classes,

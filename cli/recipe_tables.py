@@ -7,11 +7,9 @@ from actrec_cli.console import console
 from rich.console import Console
 from rich.table import Table
 
-# Output that is not a terminal (a pipe, a file, a test) is drawn this wide: the width of a
-# common terminal, so a piped listing reads like the interactive one.
-NON_TERMINAL_WIDTH = 100
-# The fidelity table wraps its source column to fit this width when not on a terminal.
-SOURCES_WIDTH = NON_TERMINAL_WIDTH
+# The fidelity table wraps its source column to fit this width when not on a terminal (the
+# width of a common terminal); the recipes listing is drawn whole (actrec_cli.console).
+SOURCES_WIDTH = 100
 MARKERS = {"source": "", "deviation": "≠", "actrec": "·", "default": "-"}
 
 
@@ -79,8 +77,7 @@ def recipes_table(recipes_to_list) -> Table:
     longest = max(len(recipe.name) for recipe in recipes_to_list)
     table.add_column("recipe and reference", min_width=longest, overflow="fold")
     table.add_column("model", no_wrap=True)
-    table.add_column("schedule", no_wrap=True)
-    table.add_column("sync", no_wrap=True)
+    table.add_column("schedule and sync", no_wrap=True)
     for recipe in recipes_to_list:
         data, model, train = recipe.data, recipe.model, recipe.train
         modality = data.modality if data.modality == "rgb" else f"flow×{data.new_length}"
@@ -91,7 +88,6 @@ def recipes_table(recipes_to_list) -> Table:
             f"{model.architecture}/{model.backbone}\n{modality} T={data.num_segments}"
             + ("\nMARS: from flow" if train.distill_from is not None else ""),
             f"batch {batch_schedule_summary(train)}\nlr {learning_rate_summary(train)}\n"
-            f"{train.epochs} epochs",
-            sync,
+            f"{train.epochs} epochs\n{sync}",
         )
     return table

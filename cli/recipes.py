@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import click
 from actrec_cli.console import console
-from actrec_cli.recipe_tables import NON_TERMINAL_WIDTH, print_sources, recipes_table
-from rich.console import Console
+from actrec_cli.recipe_tables import print_sources, recipes_table
 
 
 @click.command()
@@ -51,7 +50,5 @@ def recipes(show: str | None, sources: bool) -> None:
         click.echo(recipe_to_yaml(recipe), nl=False)
         return
 
-    out = console()
-    if not out.is_terminal:
-        out = Console(width=NON_TERMINAL_WIDTH, no_color=True, highlight=False)
-    out.print(recipes_table([load_recipe(name) for name in builtin_recipe_names()]))
+    # piped (not a terminal): drawn at its natural width, nothing cut (actrec_cli.console)
+    console().print(recipes_table([load_recipe(name) for name in builtin_recipe_names()]))

@@ -99,13 +99,15 @@ def train(
 ):
     """Train a TSN / TSM model. Run one process per worker (see `actrec launch`, TF_CONFIG or
     Slurm); only the chief writes the run directory."""
-    import_tensorflow_quietly(start_runtime=False)
+    from actrec_cli.argument_checks import check_train_folders
+
     from actrec.cluster.preemption import PREEMPTED_EXIT_CODE
     from actrec.cluster.strategy import is_chief
     from actrec.config.choices import run_weights
     from actrec.config.overrides import overridden_settings
+    from actrec.config.validate import validate_recipe
     from actrec.errors import WorkerLostError
-    from actrec.memory.recipe_edits import auto_fields
+    from actrec.train.memory.recipe_edits import auto_fields
     from actrec.train.run import train as train_run
 
     given_settings = overridden_settings(overrides)  # kept over a source's (--init-from)
@@ -114,6 +116,10 @@ def train(
     if distill_from is not None:
         overrides = (*overrides, f"train.distill_from={distill_from}")
     recipe = recipe_from_options(recipe_name, run_dir, resume, overrides, batch_size, remat)
+    # Argument mistakes are answered before TensorFlow is imported (seconds).
+    validate_recipe(recipe)
+    check_train_folders(prepared, run_dir, resume, init_from, distill_from)
+    import_tensorflow_quietly(start_runtime=False)
     chief = is_chief()
     if memory_budget is not None and not auto_fields(recipe) and chief:
         console().print(

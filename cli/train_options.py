@@ -51,11 +51,16 @@ def recipe_from_options(
     from actrec.config.files import load_recipe
     from actrec.config.overrides import apply_overrides
     from actrec.errors import ConfigError
-    from actrec.memory.recipe_edits import with_batch_size, with_remat
     from actrec.runs.folder import RECIPE_FILE
+    from actrec.train.memory.recipe_edits import with_batch_size, with_remat
 
     if recipe_name is None:
-        if resume is None or not (run_dir / RECIPE_FILE).exists():
+        if resume is not None and not (run_dir / RECIPE_FILE).exists():
+            raise ConfigError(
+                f"--resume: {run_dir} holds no run to resume; give --recipe NAME (see `actrec "
+                "recipes`) to start one there"
+            )
+        if resume is None:
             raise ConfigError(
                 "give --recipe NAME (see `actrec recipes`), or --resume an existing --workdir"
             )

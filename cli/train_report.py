@@ -38,7 +38,7 @@ def print_batch_decision(decision) -> None:
     """The table `--batch-size auto` chose from, and what it chose."""
     from rich.table import Table
 
-    from actrec.memory.units import format_bytes
+    from actrec.train.memory.units import format_bytes
 
     budget = format_bytes(decision.budget_bytes) if decision.budget_bytes else "device memory"
     table = Table(

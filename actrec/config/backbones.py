@@ -23,6 +23,7 @@ Importing this module imports neither Keras nor anything of actrec but its error
 
 from __future__ import annotations
 
+import difflib
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -88,7 +89,8 @@ class BackboneSpec:
     """One registered backbone.
 
     constructor: the name of the function that builds it: in keras.applications, or in
-        actrec.models.torch_layout for layout "pytorch".
+        actrec.models.torch_layout for layout "pytorch" (actrec.models.backbones looks it
+        up: the registry names networks, it does not build them).
     default_input_size: the side of the square images it was trained on, in pixels.
     preprocessing: one of PREPROCESSING_MODES.
     feature_width: channels of the globally pooled no-top features.
@@ -107,17 +109,6 @@ class BackboneSpec:
     shift_family: str | None = None
     constructor_arguments: dict[str, Any] = field(default_factory=dict)
     layout: str = "keras"
-
-    def keras_constructor(self):
-        """Returns the function that builds this backbone (keras.applications', or
-        actrec.models.torch_layout's for a PyTorch layout)."""
-        if self.layout == "pytorch":
-            from actrec.models import torch_layout
-
-            return getattr(torch_layout, self.constructor)
-        import keras
-
-        return getattr(keras.applications, self.constructor)
 
 
 def _resnet(name: str, constructor: str, md5: str) -> BackboneSpec:
@@ -304,8 +295,10 @@ def backbone_spec(name: str) -> BackboneSpec:
     try:
         return BACKBONES[name]
     except KeyError:
+        close = difflib.get_close_matches(str(name).replace("-", "_").lower(), BACKBONES, n=1)
+        hint = f" (did you mean {close[0]}?)" if close else ""
         raise ConfigError(
-            f"unknown backbone {name!r}; choose one of: {', '.join(BACKBONES)}"
+            f"unknown backbone {name!r}{hint}; choose one of: {', '.join(BACKBONES)}"
         ) from None
 
 

@@ -46,7 +46,7 @@ TEST_SPLIT = "test"
 MAX_VALIDATION_HOLDOUT = 0.5
 AUTO = "auto"
 """train.batch_size / train.max_per_replica_batch: chosen by probing memory and throughput
-(actrec.memory) when the run starts."""
+(actrec.train.memory) when the run starts."""
 SECTIONS = ("data", "model", "train", "runtime")
 LR_MULT_ALLOWED = "use a multiplier > 0 (1 for none)"
 TEXT_KEYS = ("name", "description", "reference")
@@ -188,7 +188,7 @@ class TrainConfig:
         "average" (averaged with the parameters: a resume is bit-exact) or "reset").
     accumulation_steps / max_per_replica_batch: gradient accumulation over micro-batches when
         a replica's share of the global batch is more than it can hold.
-    batch_size / max_per_replica_batch may be "auto" (actrec.memory): the largest
+    batch_size / max_per_replica_batch may be "auto" (actrec.train.memory): the largest
         per-replica batch that fits the memory budget and runs fastest is probed when the run
         starts. batch_size=auto: the starting global batch is that batch times the replicas
         (lr_reference_batch is then required unless lr_coupling is constant) and it is also

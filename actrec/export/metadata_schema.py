@@ -185,8 +185,7 @@ def check_export_metadata(path: Path, metadata: dict) -> None:
     """ConfigError naming `path` (actrec.json), the field and the fix for the first field
     that does not fit the schema (see the module)."""
     try:
-        if not isinstance(metadata.get("model_format"), str):
-            raise _FieldError("model_format", "the name of an export format")
+        # model_format is checked against the registry by format_of_export
         if not isinstance(metadata.get("model"), str) or not metadata["model"]:
             raise _FieldError("model", "a model file or signature name")
         if "." in metadata["model"]:  # a file (model.tflite); a signature name has no dot

@@ -1,4 +1,5 @@
-"""The backbones as networks: keras.applications' no-top models, randomly initialised.
+"""The backbones as networks: keras.applications' no-top models (or actrec.models.torch_layout's
+for a PyTorch layout), randomly initialised.
 
 Which backbones exist and what each supports is the registry actrec.config.backbones.
 """
@@ -8,10 +9,22 @@ from __future__ import annotations
 import warnings
 from typing import TYPE_CHECKING
 
-from actrec.config.backbones import backbone_spec
+from actrec.config.backbones import BackboneSpec, backbone_spec
 
 if TYPE_CHECKING:
     import keras
+
+
+def backbone_constructor(spec: BackboneSpec):
+    """Returns the function that builds `spec`'s backbone: keras.applications', or
+    actrec.models.torch_layout's for a PyTorch layout."""
+    if spec.layout == "pytorch":
+        from actrec.models import torch_layout
+
+        return getattr(torch_layout, spec.constructor)
+    import keras
+
+    return getattr(keras.applications, spec.constructor)
 
 
 def build_plain_backbone(name: str, input_shape: tuple[int | None, int | None, int]) -> keras.Model:
@@ -22,7 +35,7 @@ def build_plain_backbone(name: str, input_shape: tuple[int | None, int | None, i
     loads the published weight file into (see `build_backbone` for actrec's own version).
     """
     spec = backbone_spec(name)
-    constructor = spec.keras_constructor()
+    constructor = backbone_constructor(spec)
     with warnings.catch_warnings():
         # "This model usually expects 1 or 3 input channels": flow stacks have 2L.
         warnings.filterwarnings("ignore", message=".*input channels.*")

@@ -82,3 +82,16 @@ def verification_summary(spec: BackboneSpec, expected_sha256: str | None) -> str
     if not checks:
         return "nothing (Keras publishes no digest for this file)"
     return " and ".join(checks)
+
+
+def check_source_digest(path: Path, spec: BackboneSpec, sha256: str) -> None:
+    """WeightsError unless `sha256` (of the file at `path`) starts with the prefix the
+    published file's name carries (torch.hub's convention: a PyTorch-layout backbone's
+    file)."""
+    weights = spec.weights
+    if not sha256.startswith(weights.file_hash):
+        raise WeightsError(
+            f"{path}: SHA-256 {sha256} does not start with {weights.file_hash}, the digest "
+            f"prefix of {weights.source_file_name}: the file is truncated, corrupt or another "
+            f"file. Download it again from {weights.url}"
+        )

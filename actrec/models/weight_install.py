@@ -2,6 +2,11 @@
 downloaded elsewhere (`import_weights`); each file is checked against its digests before it
 takes its final name, and recorded in the store's manifest.
 
+A PyTorch-layout backbone's file (torchvision's, TSM's) is converted into the Keras file the
+store keeps when it is installed; reading PyTorch files is actrec.published's, so the
+conversion is handed in (`convert`): actrec.published.imagenet's fetch_weights and
+import_weights hand it, for every backbone (`actrec pretrained fetch / import`).
+
 Standard library only: it does not import Keras.
 """
 
@@ -11,6 +16,7 @@ import contextlib
 import shutil
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 
 from actrec.atomic import commit_temporary, temporary_path
@@ -24,6 +30,7 @@ from actrec.config.backbones import (
 from actrec.errors import WeightsError
 from actrec.models.weight_digests import (
     READ_CHUNK_BYTES,
+    check_source_digest,
     file_digests,
     verification_summary,
     verified_digests,
@@ -40,15 +47,34 @@ from actrec.progress import NullProgress, Progress
 
 DOWNLOAD_TIMEOUT_SECONDS = 60
 
+Converter = Callable[[Path, BackboneSpec, Path], None]
+"""convert(PyTorch file, spec, destination): writes `spec`'s Keras weight file
+(actrec.published.imagenet.convert_imagenet_file)."""
+
+
+def _require_converter(spec: BackboneSpec, convert: Converter | None) -> None:
+    """WeightsError when `spec`'s file is a PyTorch file and no conversion is handed in."""
+    if spec.layout == "pytorch" and convert is None:
+        raise WeightsError(
+            f"{spec.weights.source_file_name} is a PyTorch file, converted when it is "
+            f"installed: install it with `actrec pretrained fetch {spec.name}` or `actrec "
+            "pretrained import FILE` (actrec.published.imagenet)"
+        )
+
 
 def _install(
-    spec: BackboneSpec, temporary: Path, directory: Path, source: str, expected_sha256: str | None
+    spec: BackboneSpec,
+    temporary: Path,
+    directory: Path,
+    source: str,
+    expected_sha256: str | None,
+    convert: Converter | None,
 ) -> Path:
     """Verifies `temporary` (inside `directory`) and renames it to the canonical name;
     on any failure the temporary file is removed and nothing is installed."""
     try:
         if spec.layout == "pytorch":
-            temporary = _converted(spec, temporary, directory, expected_sha256)
+            temporary = _converted(spec, temporary, directory, expected_sha256, convert)
             digests = file_digests(temporary)
         else:
             digests = verified_digests(temporary, spec, expected_sha256)
@@ -63,18 +89,20 @@ def _install(
 
 
 def _converted(
-    spec: BackboneSpec, temporary: Path, directory: Path, expected_sha256: str | None
+    spec: BackboneSpec,
+    temporary: Path,
+    directory: Path,
+    expected_sha256: str | None,
+    convert: Converter,
 ) -> Path:
     """The PyTorch file `temporary` checked (its name's SHA-256 prefix, `expected_sha256`)
-    and converted to a Keras weight file in `directory` (actrec.published.imagenet); the
-    PyTorch file is removed. Returns the converted file's temporary path."""
-    from actrec.published.imagenet import check_source_digest, convert_imagenet_file
-
+    and converted to a Keras weight file in `directory` (`convert`); the PyTorch file is
+    removed. Returns the converted file's temporary path."""
     digests = verified_digests(temporary, spec, expected_sha256)
     check_source_digest(temporary, spec, digests.sha256)
     converted = directory / f".{spec.name}.converting.weights.h5"
     try:
-        convert_imagenet_file(temporary, spec, converted)
+        convert(temporary, spec, converted)
     except BaseException:
         with contextlib.suppress(OSError):
             converted.unlink()
@@ -103,15 +131,19 @@ def fetch_weights(
     directory: Path | None = None,
     expected_sha256: str | None = None,
     progress: Progress | None = None,
+    convert: Converter | None = None,
 ) -> Path:
     """Downloads `backbone`'s weight file into the store, checks it, and returns its path.
 
     url: another source (a mirror, or a file:// URL) instead of Keras's published one.
+    convert: how a PyTorch-layout backbone's file becomes the store's Keras file (see the
+    module docstring); without it such a backbone is refused.
     Raises WeightsError when offline (`$ACTREC_OFFLINE`), on a network error or on a
     digest mismatch; in every failure nothing is installed.
     """
     spec = backbone_spec(backbone)
     source = url or published_weights(spec).url
+    _require_converter(spec, convert)
     if is_offline():
         raise WeightsError(
             f"${OFFLINE_ENVIRONMENT} is set, so {source} is not downloaded. "
@@ -143,7 +175,7 @@ def fetch_weights(
         with contextlib.suppress(OSError):
             temporary.unlink()
         raise
-    return _install(spec, temporary, directory, source, expected_sha256)
+    return _install(spec, temporary, directory, source, expected_sha256, convert)
 
 
 def import_weights(
@@ -151,6 +183,7 @@ def import_weights(
     backbone: str | None = None,
     directory: Path | None = None,
     expected_sha256: str | None = None,
+    convert: Converter | None = None,
 ) -> Path:
     """Copies a weight file downloaded elsewhere into the store after checking it, and
     returns the installed path.
@@ -158,6 +191,7 @@ def import_weights(
     backbone: whose file it is; by default found from the file name (Keras's name).
     expected_sha256: also require this SHA-256 (the only check for MobileNetV2, for which
     Keras publishes no digest).
+    convert: as for `fetch_weights`.
     A digest mismatch raises WeightsError and installs nothing.
     """
     source = Path(file).expanduser()
@@ -179,9 +213,8 @@ def import_weights(
     # Check before copying too, so a wrong file is rejected without a copy.
     digests = verified_digests(source, spec, expected_sha256)
     if spec.layout == "pytorch":
-        from actrec.published.imagenet import check_source_digest
-
         check_source_digest(source, spec, digests.sha256)
+    _require_converter(spec, convert)
     directory = _prepared_store(directory)
     temporary = temporary_path(directory / spec.weights.file_name)
     try:
@@ -190,4 +223,4 @@ def import_weights(
         with contextlib.suppress(OSError):
             temporary.unlink()
         raise
-    return _install(spec, temporary, directory, str(source.resolve()), expected_sha256)
+    return _install(spec, temporary, directory, str(source.resolve()), expected_sha256, convert)

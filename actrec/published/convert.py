@@ -21,6 +21,8 @@ from pathlib import Path
 
 from actrec import __version__
 from actrec.errors import ConfigError, OutputError
+from actrec.folder_kinds import create_parents, refuse_a_file_on_the_way, remove_created_parents
+from actrec.published.downloads import check_checkpoint_file
 from actrec.published.file_names import (
     TSM_DENSE_INTERVAL_FRAMES,
     NamedSettings,
@@ -204,14 +206,21 @@ def _prepare_settings(dataset: str | None, modality: str) -> dict:
     return settings.to_dict()
 
 
+def check_conversion_paths(checkpoint_path: Path | str, out: Path | str) -> None:
+    """The checkpoint is a file (a missing published one is named with where to download
+    it), then `out` can be written (missing parent folders are made once every check has
+    passed); no file is read, so a mistake is answered at once."""
+    check_checkpoint_file(Path(checkpoint_path))
+    _check_output(Path(out))
+
+
 def _check_output(out: Path) -> None:
     if out.exists():
         raise OutputError(
             f"{out} already exists; give a new --out folder (nothing was written, the "
             "existing folder is untouched)"
         )
-    if not out.parent.is_dir():
-        raise OutputError(f"{out.parent} is not a folder; create it or give another --out")
+    refuse_a_file_on_the_way(out, "--out")  # missing parents are made once all is checked
 
 
 def convert_checkpoint(
@@ -224,7 +233,7 @@ def convert_checkpoint(
 
     options = options or ConversionOptions()
     source, out = Path(checkpoint_path), Path(out)
-    _check_output(out)
+    check_conversion_paths(source, out)
     checkpoint = read_torch_checkpoint(source)
     network = published_network(checkpoint.state_dict)
     named = settings_from_file_name(source.name)
@@ -286,15 +295,17 @@ def _write_run(out: Path, recipe, classes, record, network, source: Path) -> Non
     model = build_model(without_pretrained_weights(recipe).model, recipe.data, len(classes))
     set_published_weights(model, network, str(source))
     temporary = out.with_name(f".{out.name}.converting")
+    created = create_parents(temporary)
     shutil.rmtree(temporary, ignore_errors=True)
-    temporary.mkdir()
     try:
+        temporary.mkdir()
         model.save_weights(str(temporary / FINAL_WEIGHTS_FILE))
         dump_recipe(recipe, temporary / RECIPE_FILE)
         write_run_record(temporary, record)
         temporary.rename(out)
     except BaseException:
         shutil.rmtree(temporary, ignore_errors=True)
+        remove_created_parents(created)
         raise
 
 

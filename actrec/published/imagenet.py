@@ -4,6 +4,10 @@ torchvision's ResNet files and TSM's MobileNetV2 file are checked against the SH
 their names carry (torch.hub's convention), then converted once, at installation, into the
 Keras weight file the store keeps (`{backbone}_notop.weights.h5`): training from
 `model.weights: imagenet` then needs no torch. The classifier (ImageNet's `fc`) is left out.
+
+`fetch_weights` and `import_weights` install any backbone's file into the store
+(actrec.models.weight_install's), a PyTorch file converted here: `actrec pretrained fetch /
+import` call them.
 """
 
 from __future__ import annotations
@@ -12,18 +16,33 @@ from pathlib import Path
 
 from actrec.config.backbones import BackboneSpec
 from actrec.errors import WeightsError
+from actrec.models import weight_install
+from actrec.progress import Progress
 
 
-def check_source_digest(path: Path, spec: BackboneSpec, sha256: str) -> None:
-    """WeightsError unless `sha256` (of the file at `path`) starts with the prefix the
-    published file's name carries."""
-    weights = spec.weights
-    if not sha256.startswith(weights.file_hash):
-        raise WeightsError(
-            f"{path}: SHA-256 {sha256} does not start with {weights.file_hash}, the digest "
-            f"prefix of {weights.source_file_name}: the file is truncated, corrupt or another "
-            f"file. Download it again from {weights.url}"
-        )
+def fetch_weights(
+    backbone: str,
+    url: str | None = None,
+    directory: Path | None = None,
+    expected_sha256: str | None = None,
+    progress: Progress | None = None,
+) -> Path:
+    """actrec.models.weight_install.fetch_weights, a PyTorch file converted on installation."""
+    return weight_install.fetch_weights(
+        backbone, url, directory, expected_sha256, progress, convert=convert_imagenet_file
+    )
+
+
+def import_weights(
+    file: Path | str,
+    backbone: str | None = None,
+    directory: Path | None = None,
+    expected_sha256: str | None = None,
+) -> Path:
+    """actrec.models.weight_install.import_weights, a PyTorch file converted on installation."""
+    return weight_install.import_weights(
+        file, backbone, directory, expected_sha256, convert=convert_imagenet_file
+    )
 
 
 def convert_imagenet_file(source: Path, spec: BackboneSpec, destination: Path) -> None:

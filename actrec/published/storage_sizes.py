@@ -29,7 +29,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from actrec.errors import WeightsError
-from actrec.published.torch_files import STATE_DICT_KEYS
+
+STATE_DICT_KEYS = ("state_dict", "model", "model_state")
+"""Where a checkpoint dict keeps its state dict: TSM and mmaction2; other common layouts."""
 
 _TENSOR_REBUILDS = {"_rebuild_tensor", "_rebuild_tensor_v2"}
 _PARAMETER_REBUILDS = {"_rebuild_parameter", "_rebuild_parameter_with_state"}

@@ -31,10 +31,8 @@ from pathlib import Path
 import numpy as np
 
 from actrec.errors import WeightsError
+from actrec.published.storage_sizes import STATE_DICT_KEYS, check_declared_sizes
 from actrec.published.tensor_checks import check_tensor_values
-
-STATE_DICT_KEYS = ("state_dict", "model", "model_state")
-"""Where a checkpoint dict keeps its state dict: TSM and mmaction2; other common layouts."""
 
 SKIPPED_CLASSES = (
     "mmengine.logging.history_buffer.HistoryBuffer",
@@ -198,8 +196,6 @@ def _allowed_globals() -> list:
 def _loaded_object(torch, path: Path, file_format: str):
     """The unpickled checkpoint, by torch.load(weights_only=True) with `_allowed_globals`,
     once the sizes it declares are checked against the data it stores."""
-    from actrec.published.storage_sizes import check_declared_sizes  # it imports this module
-
     # safe_globals removes its globals on exit: leave out any the caller had allowed already.
     known = torch.serialization.get_safe_globals()
     allowed = [item for item in _allowed_globals() if item not in known]

@@ -1,5 +1,5 @@
 """train.batch_size / max_per_replica_batch "auto" at the start of a run: the chief probes
-(actrec.memory), every worker receives the numbers, and a resumed run reuses the
+(actrec.train.memory), every worker receives the numbers, and a resumed run reuses the
 numbers its recipe.yaml holds without probing."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ def resolve_auto_batch(
 ):
     """(recipe with numbers in place of auto, BatchDecision or None): the chief probes
     (unless the run being resumed already holds the numbers) and shares them."""
-    from actrec.memory.choose import choose_batch
-    from actrec.memory.recipe_edits import with_decided_values
+    from actrec.train.memory.choose import choose_batch
+    from actrec.train.memory.recipe_edits import with_decided_values
 
     decision, refusal = None, None
     if cluster.is_chief and not has_run:

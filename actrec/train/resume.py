@@ -103,7 +103,7 @@ def open_run_directory(
     those in `given_settings`, the command line's; actrec.train.source_settings); its data's
     `classes` must be those it trained on, in the same order."""
     from actrec.config.files import load_recipe
-    from actrec.memory.recipe_edits import auto_fields, with_saved_decision
+    from actrec.train.memory.recipe_edits import auto_fields, with_saved_decision
     from actrec.train.source_settings import with_recorded_inheritance
 
     has_run, refusal, previous_record = False, None, {}

@@ -35,9 +35,9 @@ from actrec.runs.folder import FINAL_WEIGHTS_FILE, save_weights_atomically
 if TYPE_CHECKING:
     import numpy as np
 
-    from actrec.memory.decision import BatchDecision
     from actrec.train.checkpoint import Position
     from actrec.train.epochs import Session
+    from actrec.train.memory.decision import BatchDecision
 
 __all__ = ["TrainSummary", "train"]
 
@@ -80,8 +80,8 @@ def train(
     checkpoint; a new run when there is none yet) or a checkpoint path.
     stop_after_steps: checkpoint and return after this many optimizer steps in this call.
     memory_budget: bytes a probed batch may use (train.batch_size=auto or
-    train.max_per_replica_batch=auto); None: actrec.memory.default_memory_budget.
-    on_batch_decision: called with the actrec.memory.BatchDecision once the chief has
+    train.max_per_replica_batch=auto); None: actrec.train.memory.default_memory_budget.
+    on_batch_decision: called with the actrec.train.memory.BatchDecision once the chief has
     probed (before training starts), e.g. to print its table.
     given_settings: the recipe settings ("section.key") the command line gave (`--set`): a
     run started from another keeps these, and takes the source's for the other settings
@@ -174,8 +174,8 @@ def _started_strategy(recipe, environ):
     """The run's tf.distribute strategy, created before any TensorFlow op (GPU memory growth
     first when the batch is probed, so that the probes can use the GPU)."""
     from actrec.cluster.strategy import build_strategy
-    from actrec.memory.budget import prepare_devices_for_probing
-    from actrec.memory.recipe_edits import auto_fields
+    from actrec.train.memory.budget import prepare_devices_for_probing
+    from actrec.train.memory.recipe_edits import auto_fields
 
     if auto_fields(recipe):
         prepare_devices_for_probing()  # before the strategy starts TensorFlow's runtime
@@ -187,8 +187,8 @@ def _started_strategy(recipe, environ):
 
 def _decided_batch(strategy, requested, recipe, cluster, has_run, data, memory_budget, progress):
     """(recipe, BatchDecision or None): the auto batch values resolved on every worker."""
-    from actrec.memory.recipe_edits import auto_fields
     from actrec.train.auto_batch import resolve_auto_batch
+    from actrec.train.memory.recipe_edits import auto_fields
 
     if not auto_fields(requested):
         return recipe, None

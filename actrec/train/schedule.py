@@ -48,7 +48,7 @@ def _require_resolved(train: TrainConfig) -> None:
         if getattr(train, key) == AUTO:
             raise ConfigError(
                 f"train.{key}=auto has not been resolved to a number yet; "
-                "actrec.memory.choose_batch probes it (actrec train does this when the "
+                "actrec.train.memory.choose_batch probes it (actrec train does this when the "
                 "run starts)"
             )
 

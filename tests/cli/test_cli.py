@@ -94,6 +94,7 @@ DISTRIBUTION_OF_MODULE = {
     "rich": "rich",
     "matplotlib": "matplotlib",
     "tensorboard": "tensorboard",
+    "google": "protobuf",  # google.protobuf: reading saved_model.pb / model.onnx as data
 }
 OPTIONAL_DISTRIBUTION_OF_MODULE = {
     "torch": ("torch", "torch"),

@@ -17,11 +17,11 @@ from actrec.config.files import load_recipe, recipe_to_yaml
 from actrec.config.overrides import apply_overrides
 from actrec.config.validate import validate_recipe
 from actrec.errors import ConfigError
-from actrec.memory.choose import choose_batch
-from actrec.memory.probe import ProbeResult, probe_batch
-from actrec.memory.recipe_edits import with_batch_size, with_saved_decision
-from actrec.memory.step_time import StepTimeModel
-from actrec.memory.units import GIB, MIB, format_bytes, parse_batch_size, parse_memory_size
+from actrec.train.memory.choose import choose_batch
+from actrec.train.memory.probe import ProbeResult, probe_batch
+from actrec.train.memory.recipe_edits import with_batch_size, with_saved_decision
+from actrec.train.memory.step_time import StepTimeModel
+from actrec.train.memory.units import GIB, MIB, format_bytes, parse_batch_size, parse_memory_size
 
 TINY = [
     "model.backbone=test_mobilenet_v2",

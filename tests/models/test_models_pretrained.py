@@ -15,7 +15,7 @@ from keras.src.legacy.saving import legacy_h5_format
 from actrec.config.backbones import backbone_spec
 from actrec.errors import WeightsError
 from actrec.models import pretrained, weight_digests, weight_install, weight_store
-from actrec.models.backbones import build_backbone, build_plain_backbone
+from actrec.models.backbones import backbone_constructor, build_backbone, build_plain_backbone
 from actrec.models.initialisation import load_imagenet_weights
 from actrec.models.segment_model import build_segment_model, segment_backbone
 
@@ -169,7 +169,7 @@ def test_backbone_computes_what_keras_computes_with_the_same_imagenet_file(
     keras_module = __import__(f"keras.src.applications.{module}", fromlist=["file_utils"])
     monkeypatch.setattr(keras_module.file_utils, "get_file", lambda *args, **kwargs: str(path))
     spec = backbone_spec(name)
-    keras_model = spec.keras_constructor()(
+    keras_model = backbone_constructor(spec)(
         include_top=False,
         weights="imagenet",
         input_shape=(SIZE, SIZE, 3),
@@ -271,6 +271,13 @@ def test_fetch_offline_never_downloads(isolated_store, mobilenet_v2_file):
         weight_install.fetch_weights("mobilenet_v2", url=path.as_uri())
     assert "ACTREC_OFFLINE" in str(caught.value)
     assert "actrec pretrained import" in str(caught.value)
+    assert store_entries(isolated_store) == []
+
+
+def test_a_pytorch_file_is_installed_only_with_its_conversion_handed_in(isolated_store):
+    """models reads no PyTorch file: actrec.published.imagenet hands the conversion in."""
+    with pytest.raises(WeightsError, match=r"resnet50-0676ba61\.pth is a PyTorch file"):
+        weight_install.fetch_weights("resnet50_torchvision")
     assert store_entries(isolated_store) == []
 
 

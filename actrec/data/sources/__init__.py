@@ -39,13 +39,22 @@ SOURCES = {
 }
 SOURCE_NAMES = tuple(SOURCES)
 
-__all__ = ["SOURCES", "SOURCE_NAMES", "Source", "list_videos"]
+__all__ = ["SOURCES", "SOURCE_NAMES", "Source", "check_dataset_root", "list_videos"]
 
 
 def list_videos(
     dataset: str, root: Path | str, options: SourceOptions | None = None
 ) -> DatasetListing:
     """List the videos of `dataset` under `root` from its official annotations."""
+    root = Path(root)
+    check_dataset_root(dataset, root)
+    module = importlib.import_module(f"actrec.data.sources.{dataset}")
+    return module.list_videos(root, options or SourceOptions())
+
+
+def check_dataset_root(dataset: str, root: Path | str) -> None:
+    """ConfigError / DatasetError naming the fix when `dataset` is not a source or `root` is
+    not a folder (no file read: `actrec prepare` asks before it imports TensorFlow)."""
     if dataset not in SOURCE_NAMES:
         raise ConfigError(f"unknown dataset {dataset!r}; choose one of: {', '.join(SOURCE_NAMES)}")
     root = Path(root)
@@ -56,5 +65,3 @@ def list_videos(
         )
     if not root.is_dir():
         raise DatasetError(f"dataset root {root} is a file; pass the folder that holds the videos")
-    module = importlib.import_module(f"actrec.data.sources.{dataset}")
-    return module.list_videos(root, options or SourceOptions())

@@ -1,7 +1,7 @@
 """Probing one per-replica batch: the request sent to a fresh probe process and its result.
 
-The probe process itself is actrec.memory.probe_process (`python -m
-actrec.memory`); one process per probe measures each batch alone.
+The probe process itself is actrec.train.memory.probe_process (`python -m
+actrec.train.memory`); one process per probe measures each batch alone.
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ def _probe_environment() -> dict[str, str]:
         for name, value in os.environ.items()
         if name != "TF_CONFIG" and not name.startswith("SLURM_")
     }
-    package_root = str(Path(__file__).resolve().parents[2])  # the folder holding actrec/
+    package_root = str(Path(__file__).resolve().parents[3])  # the folder holding actrec/
     existing = environment.get("PYTHONPATH")
     environment["PYTHONPATH"] = package_root + (os.pathsep + existing if existing else "")
     environment.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -94,7 +94,7 @@ def probe_batch(
     }
     try:
         completed = subprocess.run(
-            [sys.executable, "-m", "actrec.memory"],
+            [sys.executable, "-m", "actrec.train.memory"],
             input=json.dumps(request),
             capture_output=True,
             text=True,

@@ -7,7 +7,7 @@ by trial and error. `train.batch_size: auto` (`actrec train --batch-size auto`) 
 when a run starts:
 
 1. Probe. Each candidate per-replica batch b runs in a FRESH Python process
-   (`python -m actrec.memory`, fed a JSON request) that builds the recipe's model and
+   (`python -m actrec.train.memory`, fed a JSON request) that builds the recipe's model and
    optimizer exactly as training does (random weights: the ImageNet file changes no
    memory) and runs 1 + `steps` training steps on a synthetic batch of b clips:
    - CPU: the memory is the probe process's peak resident set size (VmHWM on Linux; it

@@ -1,4 +1,4 @@
-"""The probe process (`python -m actrec.memory`): a JSON request on stdin, one result
+"""The probe process (`python -m actrec.train.memory`): a JSON request on stdin, one result
 line on stdout; a watchdog thread stops it as soon as its peak passes the CPU budget."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import sys
 import time
 
 from actrec.errors import ActrecError, ConfigError
-from actrec.memory.probe import PROBE_RESULT_PREFIX
-from actrec.memory.units import KIB, MIB
+from actrec.train.memory.probe import PROBE_RESULT_PREFIX
+from actrec.train.memory.units import KIB, MIB
 
 WATCHDOG_INTERVAL_SECONDS = 0.01
 

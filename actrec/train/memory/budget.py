@@ -6,7 +6,7 @@ import contextlib
 import os
 from pathlib import Path
 
-from actrec.memory.units import KIB
+from actrec.train.memory.units import KIB
 
 DEFAULT_CPU_BUDGET_FRACTION = 0.8
 """Default CPU budget: this fraction of the memory available when the run starts."""

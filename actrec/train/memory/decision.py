@@ -6,10 +6,10 @@ import dataclasses
 from dataclasses import dataclass
 
 from actrec.config.recipe import Recipe
-from actrec.memory.probe import ProbeResult
-from actrec.memory.recipe_edits import with_decided_values
-from actrec.memory.step_time import StepTimeModel, throughput
-from actrec.memory.units import format_bytes
+from actrec.train.memory.probe import ProbeResult
+from actrec.train.memory.recipe_edits import with_decided_values
+from actrec.train.memory.step_time import StepTimeModel, throughput
+from actrec.train.memory.units import format_bytes
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ import statistics
 from dataclasses import dataclass
 
 from actrec.errors import ConfigError
-from actrec.memory.probe import ProbeResult
+from actrec.train.memory.probe import ProbeResult
 
 THROUGHPUT_TOLERANCE = 0.10
 """The largest batch within this fraction of the best clips/s is chosen."""

@@ -1,5 +1,5 @@
 """Choosing the auto batch: probe doubling batches, bisect, fit the step-time model, and
-take the best batch the schedule can split (see actrec.memory)."""
+take the best batch the schedule can split (see actrec.train.memory)."""
 
 from __future__ import annotations
 
@@ -9,13 +9,13 @@ import time
 
 from actrec.config.recipe import AUTO, Recipe
 from actrec.errors import ConfigError
-from actrec.memory.budget import accelerator, default_memory_budget
-from actrec.memory.decision import BatchDecision
-from actrec.memory.probe import PROBE_STEPS, ProbeResult, probe_batch
-from actrec.memory.recipe_edits import auto_fields, with_decided_values
-from actrec.memory.step_time import THROUGHPUT_TOLERANCE, StepTimeModel, ranked_batches
-from actrec.memory.units import format_bytes
 from actrec.progress import NullProgress, Progress
+from actrec.train.memory.budget import accelerator, default_memory_budget
+from actrec.train.memory.decision import BatchDecision
+from actrec.train.memory.probe import PROBE_STEPS, ProbeResult, probe_batch
+from actrec.train.memory.recipe_edits import auto_fields, with_decided_values
+from actrec.train.memory.step_time import THROUGHPUT_TOLERANCE, StepTimeModel, ranked_batches
+from actrec.train.memory.units import format_bytes
 
 MAX_PROBED_BATCH = 1024
 """No per-replica batch above this is probed."""

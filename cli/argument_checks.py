@@ -1,0 +1,104 @@
+"""The checks of a command's arguments that need no TensorFlow, run before the command imports
+it: an argument mistake (a missing file, a folder of the wrong kind) is answered in well
+under a second instead of after TensorFlow's import (seconds). The library's own checks
+stay where they are; these only come first (actrec.folder_kinds tells the folders apart by
+the names of their files)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from actrec.errors import ConfigError, OutputError
+from actrec.folder_kinds import (
+    DESCRIPTIONS,
+    folder_kind,
+    refuse_a_file_on_the_way,
+    require_export,
+    require_prepared,
+    require_run,
+    require_run_or_export,
+)
+
+_NOT_A_WORKDIR = ("export", "prepared", "partial", "videos")
+
+
+def check_train_folders(
+    prepared: Path,
+    run_dir: Path,
+    resume: str | None,
+    init_from: Path | None,
+    distill_from: Path | None,
+) -> None:
+    """`actrec train`: --data is prepared data, --init-from / --distill-from a run or an
+    export, and (on the chief, which alone judges it) --workdir a new, empty or run folder."""
+    from actrec.cluster.strategy import is_chief
+    from actrec.train.resume import check_run_directory
+
+    require_prepared(prepared, "--data")
+    for option, source in (("--init-from", init_from), ("--distill-from", distill_from)):
+        if source is not None:
+            require_run_or_export(source, option)
+    refuse_a_file_on_the_way(run_dir, "--workdir")
+    if not is_chief():
+        return  # the chief may be writing the folder already
+    kind = folder_kind(run_dir)
+    if kind in _NOT_A_WORKDIR:
+        raise OutputError(
+            f"--workdir {run_dir} is {DESCRIPTIONS[kind]}; give a new folder for the run "
+            f"(--data {prepared} is what it trains on)"
+        )
+    check_run_directory(run_dir, resume)
+
+
+def check_prepare_arguments(dataset: str, root: Path, out_dir: Path, dry_run: bool) -> None:
+    """`actrec prepare DATASET`: --root a folder (synthetic: made when missing), --out
+    writable (its missing parents are made when the preparation starts)."""
+    from actrec.data.sources import check_dataset_root
+
+    if dataset != "synthetic" or root.exists():
+        check_dataset_root(dataset, root)
+    if not dry_run:
+        refuse_a_file_on_the_way(out_dir, "--out")
+
+
+def check_eval_arguments(run_dir: Path | None, data_dir: Path | None, out_dir: Path | None):
+    """`actrec eval RUN`: RUN a run folder, --data prepared data, --out writable."""
+    if run_dir is not None:
+        require_run(run_dir, "eval")
+    if data_dir is not None:
+        require_prepared(data_dir, "--data")
+    if out_dir is not None:
+        refuse_a_file_on_the_way(out_dir, "--out")
+
+
+def check_export_arguments(
+    run_dirs: list[Path], out_dir: Path, data_dir: Path | None, overwrite: bool
+) -> None:
+    """`actrec export RUN [--fuse RUN2]`: run folders, --data prepared data, --out new, empty
+    or (with --overwrite) an earlier export."""
+    from actrec.export.checks import check_out_dir
+
+    for run_dir in run_dirs:
+        require_run(run_dir, "export")
+    if data_dir is not None:
+        require_prepared(data_dir, "--data")
+    refuse_a_file_on_the_way(out_dir, "--out")
+    check_out_dir(out_dir, overwrite)
+
+
+def _is_local_path(video: str) -> bool:
+    """Not a stream URL (rtsp://, http://) nor a camera index."""
+    return "://" not in video and not video.isdigit()
+
+
+def check_predict_arguments(videos: tuple[str, ...], model_dir: Path) -> None:
+    """`actrec predict VIDEO... --model EXPORT`: EXPORT an export folder, and at least one
+    VIDEO there (an unreadable one among others is reported and skipped, as documented)."""
+    require_export(model_dir, "--model")
+    local = [video for video in videos if _is_local_path(video)]
+    if not local or len(local) < len(videos) or any(Path(video).exists() for video in local):
+        return
+    if len(local) == 1:
+        raise ConfigError(f"{local[0]}: no such file; give the path of a video file")
+    shown = ", ".join(local[:3]) + (", ..." if len(local) > 3 else "")
+    raise ConfigError(f"none of the {len(local)} videos exists ({shown}); give video files")
