@@ -116,7 +116,10 @@ def test_unreadable_videos_are_reported_and_the_others_predicted(
 
 def test_predict_needs_an_actrec_savedmodel(tiny_runs, tmp_path, cli_runner):
     result = cli_runner("predict", tiny_runs["raw"], "--model", tmp_path)
-    assert result.exit_code == 1 and "not an `actrec export` folder" in result.output
+    assert (
+        result.exit_code == 1
+        and "is an empty folder, not an export; --model takes the --out folder" in result.output
+    )
     export_runs([tiny_runs["rgb"]], tmp_path / "keras", model_format="keras")
     with pytest.raises(ConfigError, match="Keras export"):
         predict_videos([tiny_runs["raw"]], tmp_path / "keras")

@@ -193,7 +193,7 @@ def test_init_from_an_export_of_the_earlier_layout_loads_its_weights(
             "it is a test_mobilenet_v2; leave --set model.backbone out (the source's is used)",
         ),
         ("flow", [], "cross-modality initialisation goes from RGB to flow only"),
-        ("missing", [], "is neither a finished run directory"),
+        ("missing", [], "nothing-here: no such folder; --init-from"),
         ("unfinished", [], "its training has not finished"),
     ],
 )
