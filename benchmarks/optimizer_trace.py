@@ -34,7 +34,7 @@ def keras_update_step(self, gradient, variable, learning_rate):
     """The update as Keras builds it: its own Adam.update_step after the multipliers."""
     import keras
 
-    from actrec.train.step import decayed_gradient_and_rate
+    from actrec.train.loop.step import decayed_gradient_and_rate
 
     lr_mult, decay = self.actrec_rates.of(self._var_key(variable))
     gradient, learning_rate = decayed_gradient_and_rate(

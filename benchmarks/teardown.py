@@ -13,8 +13,8 @@ Measured on a 2-core AMD EPYC (docs/benchmarks.md, "The test suite's time"): som
 trainings waited 5-20 s (3 of 10 in two runs with a second process; 50-55 s in 2 of 6 lone
 16-epoch ones), the main thread idle in the destructor of the host pipeline's RootDataset
 iterator, joining tf.data's autotuning thread. `train()` now drops the iterator on a thread
-of its own (actrec.train.input_pipelines.drop_in_background): `--epochs 2 --rounds 2` printed 0.0 s
-for all four trainings.
+of its own (actrec.train.inputs.input_pipelines.drop_in_background): `--epochs 2 --rounds 2`
+printed 0.0 s for all four trainings.
 """
 
 from __future__ import annotations

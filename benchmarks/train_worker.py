@@ -31,7 +31,7 @@ def main() -> None:
     from actrec.data.input.clip_spec import ClipSpec
     from actrec.data.input.pipeline import build_dataset
     from actrec.models.segment_model import build_segment_model
-    from actrec.train.loop import DistributedTrainer
+    from actrec.train.loop.trainer import DistributedTrainer
 
     spec = ClipSpec("rgb", num_segments=3, crop_size=arguments.crop)
     trainer = DistributedTrainer(

@@ -32,7 +32,7 @@ def check_train_folders(
     """`actrec train`: --data is prepared data, --init-from / --distill-from a run or an
     export, and (on the chief, which alone judges it) --workdir a new, empty or run folder."""
     from actrec.cluster.strategy import is_chief
-    from actrec.train.resume import check_run_directory
+    from actrec.train.life.resume import check_run_directory
 
     require_prepared(prepared, "--data")
     for option, source in (("--init-from", init_from), ("--distill-from", distill_from)):

@@ -77,7 +77,7 @@ def run() -> None:
     """The `actrec` console script: `main`, then the process's end.
 
     A training leaves its input pipelines' teardown on a thread of its own
-    (actrec.train.input_pipelines.drop_in_background: tf.data's destructor can wait up to a
+    (actrec.train.inputs.input_pipelines.drop_in_background: tf.data's destructor can wait up to a
     minute), which Python's exit would wait for: a finished `actrec train` sat 20 s after
     its last line. Once the command has returned, everything it wrote is written, so the
     process ends without waiting for that thread (os._exit, after flushing its output).
@@ -89,7 +89,7 @@ def run() -> None:
         code = 0
     except SystemExit as exit_:
         code = exit_.code
-    from actrec.train.input_pipelines import teardown_pending
+    from actrec.train.inputs.input_pipelines import teardown_pending
 
     if not teardown_pending():
         sys.exit(code)  # as Python ends any script

@@ -54,7 +54,7 @@ DISTILL_FEATURES: tuple[str, ...] = get_args(DistillFeatures)
 NAMED_WEIGHTS = ("imagenet", "none")
 TRAINED_WEIGHTS_PREFIX = "run:"
 """model.weights "run:PATH": start from the finished run (or export) at PATH (fine-tuning,
-actrec.train.starting_point)."""
+actrec.train.start.starting_point)."""
 
 
 @dataclass(frozen=True)

@@ -201,11 +201,11 @@ class TrainConfig:
         values mean) or "decoupled" (Keras' weight_decay: w -= lr * weight_decay * w, about
         10x weaker at momentum 0.9). Biases and BatchNorm parameters never decay.
     bias_lr_mult / first_conv_lr_mult / classifier_lr_mult: learning-rate multipliers of
-        the official code (actrec.train.param_groups): every bias (TSN / TSM: 2), the first
+        the official code (actrec.train.loop.param_groups): every bias (TSN / TSM: 2), the first
         convolution (the flow stream: 5, its bias 5 x 2), the new classifier (TSM from
         ImageNet, `fc_lr5`: 5, its bias 5 x 2); 1 means none.
 
-    Distillation (MARS, Crasto et al. CVPR 2019; actrec.train.distillation): distill_from
+    Distillation (MARS, Crasto et al. CVPR 2019; actrec.train.distillation.loss): distill_from
         names a finished flow run or an `actrec export` folder holding a flow stream (the
         teacher, frozen); the RGB student's loss is its cross-entropy plus distill_weight x
         the mean squared error between its pooled features (through a learned projection
@@ -218,7 +218,7 @@ class TrainConfig:
         teacher's map of the same layer resized to the student's grid). None: no
         distillation.
 
-    Divergence (actrec.train.divergence): a non-finite loss, a loss above loss_upper_bound,
+    Divergence (actrec.train.life.divergence): a non-finite loss, a loss above loss_upper_bound,
     or one above loss_explosion_factor x the mean of the 5 before it (None: that test is
     off) rolls every worker back to the last checkpoint and continues past the offending
     batches, with the learning rate x recovery_lr_factor after each recovery; the run stops

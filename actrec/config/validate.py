@@ -186,7 +186,7 @@ def validate_recipe(recipe: Recipe) -> None:
 def validate_train_section(train: TrainConfig) -> None:
     """ConfigError for the first invalid value or combination of a train section: the
     recipe's (`validate_recipe` checks it the same way) or one built in code for the
-    training loop (actrec.train.loop.DistributedTrainer, which calls this)."""
+    training loop (actrec.train.loop.trainer.DistributedTrainer, which calls this)."""
     _require_section_types("train", train)
     validate_fields("train", train)
     validate_train(train)

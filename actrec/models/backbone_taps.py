@@ -1,5 +1,5 @@
 """A segment model that also returns one inner layer's output of its backbone (FitNets'
-hint layer, actrec.train.distillation), sharing every layer and weight with the model.
+hint layer, actrec.train.distillation.loss), sharing every layer and weight with the model.
 
 keras gives a nested model's inner tensors only in that model's own graph, so the segment
 model's chain (preprocessing, merge, backbone, dropout, classifier, consensus: see

@@ -23,7 +23,7 @@ def build_model(model: ModelConfig, data: DataConfig, num_classes: int) -> keras
     """The keras.Model of `model` for clips shaped by `data`: frames [B, T, H, W, C] in the
     stored 0-255 scale -> logits [B, num_classes]. model.weights "none" starts from random
     weights; so does "run:PATH", whose weights the trainer loads once the model is built
-    (actrec.train.starting_point)."""
+    (actrec.train.start.starting_point)."""
     from actrec.config.choices import weights_source
     from actrec.config.recipe import resolved_input_size
     from actrec.models.segment_model import build_segment_model

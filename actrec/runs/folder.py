@@ -7,7 +7,7 @@
     RUN/metrics.jsonl      one JSON object per logged step, epoch, validation and recovery
     RUN/tensorboard/       TensorBoard events
     RUN/final.weights.h5   the trained weights (rebuild the model from recipe.yaml)
-    RUN/best.weights.h5    the weights of the best validation top-1 (actrec.train.best)
+    RUN/best.weights.h5    the weights of the best validation top-1 (actrec.train.life.best)
 
 Training (actrec.train.run), evaluation and export (actrec.runs.trained) name these files
 through this module; only the chief worker writes them.

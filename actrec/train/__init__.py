@@ -1,3 +1,13 @@
-"""Training: batch / learning-rate schedule, the optimizer, the custom loop and its step,
-checkpoints, divergence recovery and the run (actrec.train.run). The workers and the cluster
-are actrec.cluster's; batch probing is actrec.train.memory's."""
+"""Training. The entry is actrec.train.run.train (what `actrec train` calls); the rest is in
+rooms:
+
+run.py          the entry: recipe + prepared data -> a run folder
+schedule.py     the adaptive batch-size schedule and the learning rate that follows it
+loop/           the step and the loop (DistributedTrainer, the optimizer, K-AVG)
+life/           the run's life: epochs, resume, checkpoints, best, divergence, metrics, run.json
+inputs/         the prepared data a run checks and the pipelines it reads
+start/          starting points (`--init-from`) and the settings a start inherits
+distillation/   distillation from a flow teacher (MARS)
+memory/         batch_size "auto": probing memory and throughput
+
+The workers and the cluster are actrec.cluster's."""

@@ -1,22 +1,22 @@
 """One training run: recipe + prepared data -> a run directory with a trained model.
 
 The run folder's files are listed in actrec.runs.folder. Validation never reads the test split
-(actrec.train.validation); a diverging loss rolls every worker back to the last checkpoint
-(actrec.train.divergence); shard sizes are checked at start and a read error names the
+(actrec.train.inputs.validation); a diverging loss rolls every worker back to the last checkpoint
+(actrec.train.life.divergence); shard sizes are checked at start and a read error names the
 damaged shard (actrec.data.format.integrity).
 
 The strategy is created first, before any TensorFlow op (multi-worker collectives require
 it). Every worker runs `train`; only the chief writes the run directory. Each batch-size
 phase of the schedule reads its own input pipeline, seeded by its first epoch, so a
 resumed run sees exactly the batches it would have seen; it starts the pipeline at its
-position without reading the clips before it (actrec.train.input_pipelines).
+position without reading the clips before it (actrec.train.inputs.input_pipelines).
 
 A run started from another (model.weights "run:PATH") takes the source's settings without
 weights (the temporal shift, the preprocessing) unless `given_settings` names them, and
-recipe.yaml holds them (actrec.train.source_settings).
+recipe.yaml holds them (actrec.train.start.source_settings).
 
 train.batch_size / train.max_per_replica_batch "auto" are resolved before the model is built
-(actrec.train.auto_batch): the chief probes, every worker receives the numbers, recipe.yaml
+(actrec.train.memory.auto_batch): the chief probes, every worker receives the numbers, recipe.yaml
 holds them, and a resumed run reuses them without probing.
 """
 
@@ -35,8 +35,8 @@ from actrec.runs.folder import FINAL_WEIGHTS_FILE, save_weights_atomically
 if TYPE_CHECKING:
     import numpy as np
 
-    from actrec.train.checkpoint import Position
-    from actrec.train.epochs import Session
+    from actrec.train.life.checkpoint import Position
+    from actrec.train.life.epochs import Session
     from actrec.train.memory.decision import BatchDecision
 
 __all__ = ["TrainSummary", "train"]
@@ -85,7 +85,7 @@ def train(
     probed (before training starts), e.g. to print its table.
     given_settings: the recipe settings ("section.key") the command line gave (`--set`): a
     run started from another keeps these, and takes the source's for the other settings
-    without weights (actrec.train.source_settings); a recipe file's own values do not count.
+    without weights (actrec.train.start.source_settings); a recipe file's own values do not count.
     """
     from actrec.cluster.strategy import cluster_from_environment
 
@@ -96,15 +96,15 @@ def train(
     strategy = _started_strategy(recipe, environ)
 
     from actrec.config.validate import validate_recipe
-    from actrec.train.resume import open_run_directory, restore_position, starts_afresh
-    from actrec.train.run_record import start_run_folder
-    from actrec.train.starting_point import (
+    from actrec.train.inputs.training_data import check_training_data, with_teacher
+    from actrec.train.life.resume import open_run_directory, restore_position, starts_afresh
+    from actrec.train.life.run_record import start_run_folder
+    from actrec.train.start.starting_point import (
         load_starting_weights,
         recipe_from_source,
         starting_point,
         training_recipe,
     )
-    from actrec.train.training_data import check_training_data, with_teacher
 
     validate_recipe(recipe)
     data = check_training_data(recipe, prepared_dir)
@@ -149,7 +149,7 @@ def train(
     )
     session.metrics, session.best = _metrics_and_best(run_dir, cluster, trainer, resumed_from)
     if cluster.is_chief and resumed_from:
-        from actrec.train.run_record import worker_change_note
+        from actrec.train.life.run_record import worker_change_note
 
         note = worker_change_note(run_dir, previous, cluster.num_workers, trainer.step, recipe)
         if note:
@@ -187,7 +187,7 @@ def _started_strategy(recipe, environ):
 
 def _decided_batch(strategy, requested, recipe, cluster, has_run, data, memory_budget, progress):
     """(recipe, BatchDecision or None): the auto batch values resolved on every worker."""
-    from actrec.train.auto_batch import resolve_auto_batch
+    from actrec.train.memory.auto_batch import resolve_auto_batch
     from actrec.train.memory.recipe_edits import auto_fields
 
     if not auto_fields(requested):
@@ -204,12 +204,12 @@ def _session(strategy, recipe, prepared_dir, run_dir, data, cluster, environ, pr
     import tensorflow as tf
 
     from actrec.data.input.pipeline import batch_finisher
-    from actrec.train.checkpoint import RunCheckpoints
-    from actrec.train.divergence import DivergenceGuard
-    from actrec.train.epochs import Session
-    from actrec.train.faults import NanInjection
-    from actrec.train.input_pipelines import PhaseBatches
-    from actrec.train.trainer import build_trainer
+    from actrec.train.inputs.input_pipelines import PhaseBatches
+    from actrec.train.life.checkpoint import RunCheckpoints
+    from actrec.train.life.divergence import DivergenceGuard
+    from actrec.train.life.epochs import Session
+    from actrec.train.life.faults import NanInjection
+    from actrec.train.loop.trainer import build_trainer
 
     keras.utils.set_random_seed(recipe.runtime.seed)
     if recipe.runtime.deterministic:
@@ -251,8 +251,8 @@ def _session(strategy, recipe, prepared_dir, run_dir, data, cluster, environ, pr
 def _metrics_and_best(run_dir: Path, cluster, trainer, resumed_from):
     """(MetricsLog, BestWeights): the metrics log (its lines after a resumed checkpoint
     dropped) and the best validation so far."""
-    from actrec.train.best import BestWeights
-    from actrec.train.metrics_log import MetricsLog, truncate_metrics
+    from actrec.train.life.best import BestWeights
+    from actrec.train.life.metrics_log import MetricsLog, truncate_metrics
 
     metrics = MetricsLog(run_dir, cluster.is_chief)
     if cluster.is_chief and resumed_from:
@@ -267,8 +267,8 @@ def _run_epochs_recorded(
     import tensorflow as tf
 
     from actrec.data.format.integrity import data_loss_error
-    from actrec.train.epochs import run_epochs
-    from actrec.train.run_record import record_status
+    from actrec.train.life.epochs import run_epochs
+    from actrec.train.life.run_record import record_status
 
     is_chief = session.cluster.is_chief
     session.termination.install()
@@ -305,7 +305,7 @@ def _run_epochs_recorded(
 
 def _record_the_end(session: Session, summary: TrainSummary, run_dir: Path) -> None:
     """The final weights (a finished run) and run.json's final record (chief only)."""
-    from actrec.train.run_record import finish_run_record
+    from actrec.train.life.run_record import finish_run_record
 
     if not (summary.preempted or summary.stopped_early):
         summary.weights_path = save_weights_atomically(

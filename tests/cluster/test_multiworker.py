@@ -229,7 +229,7 @@ def test_batch_norm_statistics_are_identical_after_synchronize(two_workers):
 def test_a_distilled_student_on_two_workers_equals_one_worker_with_the_double_batch(
     two_workers, one_worker
 ):
-    """The student and its projection (actrec.train.distillation) train on two workers as
+    """The student and its projection (actrec.train.distillation.loss) train on two workers as
     on one with the double batch; the teacher stays frozen and the projection is
     checkpointed."""
     distributed, single = variables(two_workers, "distill", 0), variables(one_worker, "distill", 0)
@@ -289,7 +289,7 @@ def test_a_nan_loss_on_one_kavg_worker_rolls_both_back_and_the_run_finishes(
     tiny_synthetic_prepared, tmp_path, monkeypatch
 ):
     """`actrec train` on two real workers (K-step averaging, K = 2): worker 1's batch of
-    step 3 is NaN (actrec.train.faults); its loss is its own until the averaging round, so
+    step 3 is NaN (actrec.train.life.faults); its loss is its own until the averaging round, so
     the agreement collective must bring worker 0 back to the last checkpoint with it."""
     from conftest import train_command
 

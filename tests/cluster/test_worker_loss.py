@@ -194,8 +194,8 @@ def _assert_each_epoch_is_the_split_once(run_dir: Path, prepared: Path) -> None:
 
     from actrec.config.files import load_recipe
     from actrec.data.format.manifest import read_manifest
-    from actrec.train.input_pipelines import epoch_seed, training_dataset
-    from actrec.train.training_data import check_training_data
+    from actrec.train.inputs.input_pipelines import epoch_seed, training_dataset
+    from actrec.train.inputs.training_data import check_training_data
 
     recipe = load_recipe(run_dir / "recipe.yaml")
     data = check_training_data(recipe, prepared)

@@ -12,7 +12,7 @@ import pytest
 from actrec.config.files import load_recipe
 from actrec.data.input import order
 from actrec.errors import ConfigError
-from actrec.train.resume import check_worker_count
+from actrec.train.life.resume import check_worker_count
 
 
 def _videos(num_videos: int, pipelines: int, pipeline: int, examples: range) -> list[int]:

@@ -119,7 +119,7 @@ def test_a_run_starts_from_the_formats_that_keep_weights_and_is_refused_by_the_o
     from actrec.config.files import load_recipe
     from actrec.config.overrides import apply_overrides
     from actrec.runs.trained import load_trained_run
-    from actrec.train.starting_point import starting_point
+    from actrec.train.start.starting_point import starting_point
 
     classes = load_trained_run(tiny_runs["rgb"]).classes
     recipe = apply_overrides(load_recipe("synthetic-rgb"), [f"model.weights=run:{tiny_tflite}"])

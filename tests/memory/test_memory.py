@@ -214,7 +214,7 @@ def test_accumulation_with_frozen_batchnorm_gives_the_update_of_one_large_batch(
     from actrec.cluster.strategy import build_strategy
     from actrec.config.recipe import TrainConfig
     from actrec.models.segment_model import batch_normalization_layers, build_segment_model
-    from actrec.train.loop import DistributedTrainer
+    from actrec.train.loop.trainer import DistributedTrainer
 
     def frozen_bn_model():
         model = build_segment_model(

@@ -26,8 +26,8 @@ from actrec.data.input.clips import stack_flow_frames
 from actrec.data.input.pipeline import batch_finisher, build_dataset
 from actrec.errors import ConfigError, DatasetError
 from actrec.runs.folder import FINAL_WEIGHTS_FILE, METRICS_FILE, RUN_FILE
+from actrec.train.distillation.teacher import teacher_clip_spec, teacher_of
 from actrec.train.run import train
-from actrec.train.teacher import teacher_clip_spec, teacher_of
 
 tf = pytest.importorskip("tensorflow")
 
@@ -279,8 +279,8 @@ def test_the_projection_trains_with_the_student_is_checkpointed_and_never_part_o
     updated by the optimizer, saved and restored with the run's checkpoint items, and not a
     variable of the student model that evaluation and export use; the teacher is frozen."""
     from actrec.config.recipe import TrainConfig
-    from actrec.train.distillation import DistillationSettings
-    from actrec.train.loop import DistributedTrainer
+    from actrec.train.distillation.loss import DistillationSettings
+    from actrec.train.loop.trainer import DistributedTrainer
 
     teacher = _segment_like(5, "teacher")
     trainer = DistributedTrainer(

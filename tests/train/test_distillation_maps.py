@@ -67,8 +67,8 @@ def test_the_feature_loss_is_the_projected_maps_against_the_teachers_resized():
     import keras
 
     from actrec.config.recipe import TrainConfig
-    from actrec.train.distillation import DistillationSettings
-    from actrec.train.loop import DistributedTrainer
+    from actrec.train.distillation.loss import DistillationSettings
+    from actrec.train.loop.trainer import DistributedTrainer
 
     teacher = _tiny("flow", 16, "tsn")
     trainer = DistributedTrainer(

@@ -1,5 +1,5 @@
-"""What counts as a divergence, and the fault-injection setting (actrec.train.divergence,
-actrec.train.faults). Rollback on real runs: tests/train/test_training_resilience.py and
+"""What counts as a divergence, and the fault-injection setting (actrec.train.life.divergence,
+actrec.train.life.faults). Rollback on real runs: tests/train/test_training_resilience.py and
 tests/cluster/test_multiworker.py."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from actrec.cluster.collectives import agreed_counts
 from actrec.config.files import load_recipe
 from actrec.config.overrides import apply_overrides
 from actrec.errors import ConfigError
-from actrec.train.divergence import DivergenceGuard
-from actrec.train.faults import NanInjection
+from actrec.train.life.divergence import DivergenceGuard
+from actrec.train.life.faults import NanInjection
 
 
 def _guard(*settings: str) -> DivergenceGuard:

@@ -139,7 +139,7 @@ def _assert_flow_export_initialises_the_trained_weights(export, flow_run) -> Non
     """A flow TSN started from `export` (model.weights=run:EXPORT) holds every weight of the
     tiny flow run it was exported from, its classifier kept."""
     from actrec.runs.trained import build_trained_model, load_trained_run
-    from actrec.train.starting_point import load_starting_weights, starting_point
+    from actrec.train.start.starting_point import load_starting_weights, starting_point
 
     classes = load_trained_run(flow_run).classes
     expected = build_trained_model(load_trained_run(flow_run))

@@ -1,7 +1,7 @@
 """A start that is kept: a trained TSM fine-tuned by a `finetune-*` recipe at a learning rate
 near zero, with the source's segments and view, computes what the source computed: the
 temporal shift, which has no weights, comes from the source and not from the recipe file
-(actrec.train.source_settings). The issue's case: the quickstart's RGB TSM (1/4 of the
+(actrec.train.start.source_settings). The issue's case: the quickstart's RGB TSM (1/4 of the
 channels shifted) under finetune-tsm (1/8) fell from 87.5 % to 12.5 % on new videos at a
 learning rate of 1e-12."""
 

@@ -1,5 +1,5 @@
 """A training's input iterator is torn down on a thread of its own: its destructor can wait up
-to a minute for tf.data's autotuning thread (actrec.train.input_pipelines)."""
+to a minute for tf.data's autotuning thread (actrec.train.inputs.input_pipelines)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,11 @@ import sys
 import threading
 import time
 
-from actrec.train.input_pipelines import TEARDOWN_THREAD_NAME, PhaseBatches, drop_in_background
+from actrec.train.inputs.input_pipelines import (
+    TEARDOWN_THREAD_NAME,
+    PhaseBatches,
+    drop_in_background,
+)
 
 
 class SlowToDestroy:
@@ -54,7 +58,7 @@ def test_releasing_the_phase_iterator_hands_it_to_the_teardown_thread():
 # minute, on the teardown thread), then runs the `actrec` console script's entry point.
 ENTRY_AFTER_A_SLOW_TEARDOWN = """
 import sys, time
-from actrec.train.input_pipelines import drop_in_background
+from actrec.train.inputs.input_pipelines import drop_in_background
 
 class SlowToDestroy:
     def __del__(self):

@@ -1,4 +1,4 @@
-"""actrec.train.loop in one process: accumulation, clipping, learning rate, mixed precision,
+"""actrec.train.loop.trainer in one process: accumulation, clipping, learning rate, mixed precision,
 K-step averaging with one worker, Adam state options, evaluation and resuming."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ tf = pytest.importorskip("tensorflow")
 keras = pytest.importorskip("keras")
 
 from actrec.cluster.strategy import build_strategy  # noqa: E402
-from actrec.train.loop import DistributedTrainer  # noqa: E402
+from actrec.train.loop.trainer import DistributedTrainer  # noqa: E402
 
 CLASSES = 3
 SHAPE = (6, 6, 2)

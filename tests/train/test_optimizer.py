@@ -1,5 +1,5 @@
 """Coupled L2, learning-rate multipliers and clipping as the TSN / TSM sources apply them
-(actrec.train.optimizer, actrec.train.param_groups), checked against hand-computed updates
+(actrec.train.loop.optimizer, actrec.train.loop.param_groups), checked against hand-computed updates
 and on real segment models."""
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ tf = pytest.importorskip("tensorflow")
 keras = pytest.importorskip("keras")
 
 from actrec.cluster.strategy import build_strategy  # noqa: E402
-from actrec.train.loop import DistributedTrainer  # noqa: E402
-from actrec.train.optimizer import build_optimizer  # noqa: E402
-from actrec.train.param_groups import parameter_groups  # noqa: E402
+from actrec.train.loop.optimizer import build_optimizer  # noqa: E402
+from actrec.train.loop.param_groups import parameter_groups  # noqa: E402
+from actrec.train.loop.trainer import DistributedTrainer  # noqa: E402
 
 SHAPE = (6, 6, 2)
 CLASSES = 3
@@ -165,7 +165,7 @@ def test_fused_adam_equals_keras_adam_and_builds_fewer_ops(weight_decay_mode):
     rounding."""
     from types import MethodType
 
-    from actrec.train.step import decayed_gradient_and_rate
+    from actrec.train.loop.step import decayed_gradient_and_rate
 
     def keras_update_step(self, gradient, variable, learning_rate):
         lr_mult, decay = self.actrec_rates.of(self._var_key(variable))
@@ -298,7 +298,7 @@ def test_fused_sgd_equals_keras_sgd_bit_for_bit(momentum, nesterov):
     the weights of Keras' own SGD.update_step in three traced steps."""
     from types import MethodType
 
-    from actrec.train.optimizer import sgd_update
+    from actrec.train.loop.optimizer import sgd_update
 
     weights = []
     for fused in (False, True):

@@ -1,6 +1,6 @@
 """A run started from another (`--init-from`): the settings without weights it takes from
 the source, and the differences from the source's training it prints and records
-(actrec.train.source_settings). Recipes only: nothing is trained."""
+(actrec.train.start.source_settings). Recipes only: nothing is trained."""
 
 from __future__ import annotations
 
@@ -10,12 +10,12 @@ from actrec.config.files import dump_recipe, load_recipe
 from actrec.config.overrides import apply_overrides, overridden_settings
 from actrec.errors import ConfigError
 from actrec.runs.folder import write_run_record
-from actrec.train.source_settings import (
+from actrec.train.start.source_settings import (
     source_settings,
     with_inherited,
     with_recorded_inheritance,
 )
-from actrec.train.starting_point import StartingPoint
+from actrec.train.start.starting_point import StartingPoint
 
 # What the issue ran: finetune-tsm on the quickstart's network (synthetic-tsm: MobileNetV2,
 # 48 px, 4 segments, 1/4 of the channels shifted each way, no flips, scale 48).
@@ -177,7 +177,7 @@ def test_resuming_with_the_command_that_started_the_run_is_not_refused(tmp_path)
     """`actrec train --recipe finetune-tsm --init-from SOURCE --resume` gives the recipe file's
     shift; the run's recipe.yaml holds the source's, which run.json records as inherited."""
     from actrec.cluster.strategy import ClusterInfo
-    from actrec.train.resume import open_run_directory
+    from actrec.train.life.resume import open_run_directory
 
     recipe, settings = _settings("finetune-tsm", QUICKSTART_NETWORK)
     run_dir = tmp_path / "run"

@@ -10,7 +10,7 @@ from actrec.cluster.strategy import ClusterInfo
 from actrec.config.files import dump_recipe, load_recipe
 from actrec.errors import ConfigError
 from actrec.runs.folder import write_run_record
-from actrec.train.resume import open_run_directory
+from actrec.train.life.resume import open_run_directory
 
 TRAINED = ["MoveLeft", "MoveRight", "ZoomIn"]
 

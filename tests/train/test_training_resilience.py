@@ -38,7 +38,7 @@ SETTINGS = [
     "runtime.keep_checkpoints=20",
     "runtime.deterministic=true",
 ]
-NAN_AT_STEP_5 = {"ACTREC_INJECT_NAN": "0:5"}  # actrec.train.faults: worker 0, global step 5
+NAN_AT_STEP_5 = {"ACTREC_INJECT_NAN": "0:5"}  # actrec.train.life.faults: worker 0, global step 5
 
 
 def _metrics(run_dir: Path, event: str) -> list[dict]:

@@ -1,5 +1,5 @@
 """What training validates on: a seeded stratified hold-out of train, the val split, or
-nothing; never the test split (actrec.train.validation, actrec.data.input.holdout)."""
+nothing; never the test split (actrec.train.inputs.validation, actrec.data.input.holdout)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from actrec.config.files import load_recipe
 from actrec.config.overrides import apply_overrides
 from actrec.data.input.holdout import held_out_videos
 from actrec.errors import ConfigError
-from actrec.train.validation import validation_plan
+from actrec.train.inputs.validation import validation_plan
 
 
 def _manifest(splits: dict[str, int], classes: int = 4) -> dict:

@@ -177,7 +177,7 @@ def build_dataset(
         `batch_finisher`: the decoded uint8 parts (a window around the crop per RGB frame,
         the crop of each flow field), each padded to the largest short side of the frames.
     decode_counter: an int64 tf.Variable to add 1 to for every clip decoded.
-    teacher_spec: a distilled run's teacher flow ClipSpec (actrec.train.distillation): each
+    teacher_spec: a distilled run's teacher flow ClipSpec (actrec.train.distillation.loss): each
         finish_on_device element also holds the teacher's flow parts of the same frames,
         crop box and flip (`batch_finisher(spec, teacher_spec)` finishes both).
     Raises DatasetError / ConfigError before building when the data cannot give `spec`.

@@ -122,7 +122,7 @@ def finish_crops(crops, mirrored, spec):
 
 def teacher_flow_parts(path, header: dict, starts, box, teacher_spec) -> list:
     """The flow crops a distillation teacher sees beside an RGB training clip
-    (actrec.train.distillation): for each of the student's frames (starts int32 [S]) the
+    (actrec.train.distillation.loss): for each of the student's frames (starts int32 [S]) the
     stack of teacher_spec.new_length flow fields from that frame on (moved back where the
     video ends), decoded in the student's crop box: 2 S L uint8 [h, w], as `decoded_parts`
     gives flow."""
@@ -141,7 +141,7 @@ def training_crops(path, header: dict, spec, seed, teacher_spec=None):
     int32 [5] (top, left, height, width, mirrored): where its crop box lies in each part,
     and its random flip. `finish_example` (or `finish_batch`) makes the clip.
 
-    teacher_spec: a distilled run's flow ClipSpec (actrec.train.distillation): the parts
+    teacher_spec: a distilled run's flow ClipSpec (actrec.train.distillation.loss): the parts
     are then followed by the `teacher_flow_parts` of the same frames, crop box and flip,
     read in the same pass (finish with `finish_batch(..., teacher_spec)`)."""
     tf = _tf()

@@ -47,8 +47,8 @@ when a run starts:
    recipe.yaml holds them, so a resumed run trains with the same batch without probing.
 
 Multi-worker: only the chief probes (before the workers build their models); the numbers
-reach every worker through one all-reduce (actrec.train.auto_batch), so all workers agree. The
-chief's machine stands for all: the workers are assumed to have the same accelerators.
+reach every worker through one all-reduce (actrec.train.memory.auto_batch), so all workers
+agree. The chief's machine stands for all: the workers are assumed to have the same accelerators.
 
 Limits of the measurement: the probe feeds a batch held in memory, so the input pipeline's
 buffers (shuffle_buffer whole videos, prefetching) are not in the CPU peak; the default CPU
@@ -58,7 +58,7 @@ several workers on one machine give each a share with --memory-budget.
 Host-memory offload: TensorFlow 2.21 has no general mechanism to move activations kept for
 the backward pass to host memory. `tf.while_loop(swap_memory=True)` swaps only a loop's
 per-iteration tensors between GPU and host (the accumulation loop in
-actrec.train.step would swap micro-batch gradients, which are needed at once, not
+actrec.train.loop.step would swap micro-batch gradients, which are needed at once, not
 activations), and on a CPU-only machine activations already are in host memory: there is
 nothing to offload. What actrec does instead: rematerialisation (less to keep), gradient
 accumulation (a smaller micro-batch) and GPU memory growth while probing.

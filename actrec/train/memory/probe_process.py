@@ -99,7 +99,7 @@ def _run_probe(request: dict) -> dict:
     from actrec.config.files import recipe_from_dict
     from actrec.config.recipe import resolved_input_size
     from actrec.models.segment_model import channels_for
-    from actrec.train.trainer import build_trainer
+    from actrec.train.loop.trainer import build_trainer
 
     recipe = recipe_from_dict(request["recipe"])
     # Random weights: loading the ImageNet file changes no memory and may need a download.

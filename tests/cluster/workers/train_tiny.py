@@ -15,7 +15,7 @@ micro-batches). SGD has momentum 0, except with rules=1: a convolution stem and 
 "classifier", SGD momentum 0.9 with coupled L2 and the sources' learning-rate multipliers
 (biases 2, first conv 5, classifier 3), at a tenth of the rate (stable, so float rounding is
 not amplified). With distill=1 the student learns from a frozen tiny teacher of another
-feature width (actrec.train.distillation: through a projection, checkpointed) on a second
+feature width (actrec.train.distillation.loss: through a projection, checkpointed) on a second
 input of the same examples. After the steps the trainer
 synchronizes and evaluates; each worker writes DIR/NAME-worker{I}.npz (the model's
 variables, in order) and DIR/NAME-worker{I}.json (counts, losses, evaluation).
@@ -83,7 +83,7 @@ def main() -> int:
     import tensorflow as tf
 
     from actrec.config.recipe import TrainConfig
-    from actrec.train.loop import DistributedTrainer
+    from actrec.train.loop.trainer import DistributedTrainer
 
     tf.config.experimental.enable_op_determinism()
     worker = worker_index(strategy)
@@ -169,7 +169,7 @@ def main() -> int:
         distilled = settings["distill"] == "1"
         distillation = None
         if distilled:
-            from actrec.train.distillation import DistillationSettings
+            from actrec.train.distillation.loss import DistillationSettings
 
             distillation = DistillationSettings(teacher_builder, 0.5, "clip", 1)
         trainer = DistributedTrainer(

@@ -13,12 +13,12 @@ def start_run_folder(
     run_dir: Path, recipe, prepared_dir: Path, data, cluster, has_run, decision, previous, start
 ) -> None:
     """Create `run_dir`, write recipe.yaml (a new run) and run.json's "training" record:
-    `data` (actrec.train.training_data.TrainingData), the batch `decision` (or the one of
+    `data` (actrec.train.inputs.training_data.TrainingData), the batch `decision` (or the one of
     the `previous` record), the best validation so far, the validation hold-out and the
-    `start` (actrec.train.starting_point.StartingPoint or None)."""
+    `start` (actrec.train.start.starting_point.StartingPoint or None)."""
     from actrec.config.files import dump_recipe
-    from actrec.train.starting_point import RECORD_KEY
-    from actrec.train.teacher import RECORD_KEY as TEACHER_KEY
+    from actrec.train.distillation.teacher import RECORD_KEY as TEACHER_KEY
+    from actrec.train.start.starting_point import RECORD_KEY
 
     run_dir.mkdir(parents=True, exist_ok=True)
     if not has_run:

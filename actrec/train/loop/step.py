@@ -1,6 +1,6 @@
 """One training step, from a batch to the parameter update, top to bottom.
 
-This page is the step `DistributedTrainer.train_step` (actrec/train/loop.py) takes; loop.py
+This page is the step `DistributedTrainer.train_step` (actrec/train/loop/trainer.py) takes; loop.py
 builds what it works with (model, optimizer, strategy, the variables an averaging round
 averages) and evaluates. Read it in order:
 
@@ -18,21 +18,21 @@ averages) and evaluates. Read it in order:
    so only one micro-batch's activations are alive at a time.
 5. `_micro_batch_gradients` (forward, loss, gradients): logits [b, classes] float32;
    per-example cross-entropy (label smoothing), plus, distilling from a flow teacher
-   (actrec.train.distillation), distill_weight x the per-example feature MSE between the
+   (actrec.train.distillation.loss), distill_weight x the per-example feature MSE between the
    student's (projected) features and the frozen teacher's; the sum divided by the GLOBAL
    batch, so the all-reduced SUM of the replicas' gradients is the gradient of the global mean loss;
    regularisation losses counted once over replicas and micro-batches; the loss scaled
    (float16 loss scaling) and differentiated.
-6. `optimizer.apply` (Keras, built by actrec.train.optimizer): unscale the gradients and
+6. `optimizer.apply` (Keras, built by actrec.train.loop.optimizer): unscale the gradients and
    skip a non-finite step (float16 only), clip their global norm (`clip_norm`), Keras'
    own decay (weight_decay_mode "decoupled" only), then per variable `update_step`:
    `decayed_gradient_and_rate` below (coupled L2 g + weight_decay * decay_mult * w; rate
-   lr * lr_mult of the variable's parameter group, actrec.train.param_groups), then
+   lr * lr_mult of the variable's parameter group, actrec.train.loop.param_groups), then
    Keras' SGD / Adam update. Keras' own gradient all-reduce is switched off: step 3 has
    reduced.
 7. `_average_now` (kavg, K-step averaging, Zhou & Cong 2018): every float model variable
    (and Adam's moments by `adam_state`) <- its mean over the workers, one all-reduce
-   (actrec.train.averaging); with adam_state "reset" the moments are then zeroed.
+   (actrec.train.loop.averaging); with adam_state "reset" the moments are then zeroed.
 
 Shapes: a replica's batch is (clips [k * b, ...], labels int32 [k * b]) for k accumulation
 steps of micro-batch b.
@@ -45,8 +45,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from actrec.errors import ConfigError
-from actrec.train.averaging import average_round
-from actrec.train.step_statistics import (
+from actrec.train.loop.averaging import average_round
+from actrec.train.loop.step_statistics import (
     batch_statistics,
     distillation_statistics,
     loss_and_accuracy,
@@ -58,11 +58,11 @@ if TYPE_CHECKING:
     import keras
     import tensorflow as tf
 
-    from actrec.train.distillation import Distillation
+    from actrec.train.distillation.loss import Distillation
 
 
 class TrainStep:
-    """The training step of actrec.train.loop.DistributedTrainer (its base class, which
+    """The training step of actrec.train.loop.trainer.DistributedTrainer (its base class, which
     sets these attributes)."""
 
     model: keras.Model
@@ -81,7 +81,7 @@ class TrainStep:
     _averaged_variables: list[keras.Variable]
     _train_function: Callable[..., tf.Tensor]  # tf.function(_compiled_train_step)
     _average_function: Callable[[], None]  # tf.function(_compiled_average)
-    distillation: Distillation | None  # a flow teacher (actrec.train.distillation)
+    distillation: Distillation | None  # a flow teacher (actrec.train.distillation.loss)
     trained_model: keras.Model  # the model the optimizer trains (student + projection)
 
     @property
@@ -250,7 +250,7 @@ class TrainStep:
 def decayed_gradient_and_rate(gradient, variable, learning_rate, lr_mult: float, decay: float):
     """(gradient, rate) of one variable for Keras' SGD / Adam `update_step`: coupled L2
     gradient + decay * w (decay = weight_decay * decay_mult), rate learning_rate * lr_mult
-    (actrec.train.optimizer wires it into the optimizer)."""
+    (actrec.train.loop.optimizer wires it into the optimizer)."""
     from keras import ops
 
     if decay:

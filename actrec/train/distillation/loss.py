@@ -36,9 +36,10 @@ PROJECTION_LAYER = "distill_projection"
 @dataclass(frozen=True)
 class DistillationSettings:
     """What the trainer needs to distil: `teacher_builder()` builds the teacher's
-    keras.Model (flow clips -> logits, its trained weights loaded; actrec.train.teacher),
-    weight (train.distill_weight), features (train.distill_features), layer
-    (train.distill_layer: the backbone layer whose maps "maps" matches)."""
+    keras.Model (flow clips -> logits, its trained weights loaded;
+    actrec.train.distillation.teacher), weight (train.distill_weight), features
+    (train.distill_features), layer (train.distill_layer: the backbone layer whose maps
+    "maps" matches)."""
 
     teacher_builder: Callable[[], keras.Model]
     weight: float
@@ -98,7 +99,7 @@ class Distillation:
         from actrec.models.backbone_taps import hint_layer_problem, with_backbone_map
         from actrec.models.segment_model import SplitSegments
 
-        if not settings.layer:  # actrec.train.teacher says so before any write
+        if not settings.layer:  # actrec.train.distillation.teacher says so before any write
             raise ConfigError(hint_layer_problem(None, "", ""))
         tapped_student = with_backbone_map(student, settings.layer)
         tapped_teacher = with_backbone_map(teacher, settings.layer)
@@ -164,11 +165,11 @@ class Distillation:
 
 
 def distillation_settings(teacher, recipe) -> DistillationSettings | None:
-    """The trainer's DistillationSettings of a checked actrec.train.teacher.Teacher (None:
-    no distillation)."""
+    """The trainer's DistillationSettings of a checked
+    actrec.train.distillation.teacher.Teacher (None: no distillation)."""
     if teacher is None:
         return None
-    from actrec.train.teacher import teacher_model
+    from actrec.train.distillation.teacher import teacher_model
 
     num_segments = recipe.data.num_segments
     return DistillationSettings(

@@ -18,15 +18,15 @@ if TYPE_CHECKING:
     from actrec.cluster.strategy import ClusterInfo
     from actrec.config.recipe import Recipe
     from actrec.progress import Progress
-    from actrec.train.best import BestWeights
-    from actrec.train.checkpoint import Position, RunCheckpoints
-    from actrec.train.divergence import DivergenceGuard
-    from actrec.train.faults import NanInjection
-    from actrec.train.input_pipelines import PhaseBatches
-    from actrec.train.loop import DistributedTrainer
-    from actrec.train.metrics_log import MetricsLog
+    from actrec.train.inputs.input_pipelines import PhaseBatches
+    from actrec.train.inputs.training_data import TrainingData
+    from actrec.train.life.best import BestWeights
+    from actrec.train.life.checkpoint import Position, RunCheckpoints
+    from actrec.train.life.divergence import DivergenceGuard
+    from actrec.train.life.faults import NanInjection
+    from actrec.train.life.metrics_log import MetricsLog
+    from actrec.train.loop.trainer import DistributedTrainer
     from actrec.train.schedule import EpochPlan
-    from actrec.train.training_data import TrainingData
 
 
 @dataclass
@@ -38,7 +38,7 @@ class Session:
     prepared_dir: Path
     data: TrainingData
     cluster: ClusterInfo
-    trainer: DistributedTrainer  # its step: actrec/train/step.py
+    trainer: DistributedTrainer  # its step: actrec/train/loop/step.py
     divergence: DivergenceGuard
     checkpoints: RunCheckpoints
     injection: NanInjection
@@ -100,8 +100,8 @@ def _log_epoch_start(session: Session, epoch: int, plan: EpochPlan) -> None:
 def _train_epoch(session: Session, epoch: int, plan: EpochPlan, first_step: int, summary) -> bool:
     """The optimizer steps of `epoch` from `first_step`; whether training stopped before the
     epoch's end (preempted or out of steps)."""
-    from actrec.train.checkpoint import Position
-    from actrec.train.input_pipelines import batch_phase_start
+    from actrec.train.inputs.input_pipelines import batch_phase_start
+    from actrec.train.life.checkpoint import Position
     from actrec.train.schedule import learning_rate
 
     recipe, trainer, divergence = session.recipe, session.trainer, session.divergence
@@ -180,7 +180,7 @@ def _show_step(
 ) -> None:
     """The step's progress line, and its metrics line every runtime.log_every_steps."""
     trainer = session.trainer
-    # a distilled step's loss terms apart (actrec.train.distillation)
+    # a distilled step's loss terms apart (actrec.train.distillation.loss)
     terms = {name: values[name] for name in ("cross_entropy", "feature_mse") if name in values}
     session.progress.advance(1, clips=plan.global_batch)
     session.progress.show(
@@ -209,7 +209,7 @@ def _show_step(
 def _validate(session: Session, epoch: int, plan: EpochPlan, summary) -> None:
     """Validate after `epoch`, keep the best weights, log and show the result."""
     from actrec.runs.folder import BEST_WEIGHTS_FILE
-    from actrec.train.input_pipelines import validation_dataset
+    from actrec.train.inputs.input_pipelines import validation_dataset
 
     trainer, validation = session.trainer, session.data.validation
     eval_batch = max(1, plan.per_replica_batch)

@@ -11,7 +11,7 @@ from the source and the classifier kept when the classes are the source's, as TS
 
 The settings without weights that shape what the loaded weights compute (the temporal
 shift, the preprocessing) come from the source unless the command line gave them, and
-every difference from the source's training is reported (actrec.train.source_settings).
+every difference from the source's training is reported (actrec.train.start.source_settings).
 
 A kept classifier trains at the base rate: the recipe's classifier_lr_mult is for a NEW
 classifier (TSM main.py: `fc_lr5 = not (tune_from and dataset in tune_from)`). run.json
@@ -28,7 +28,7 @@ from pathlib import Path
 from actrec.config.choices import weights_source
 from actrec.errors import ConfigError
 from actrec.models.transfer import classifier_mapping
-from actrec.train.source_settings import (
+from actrec.train.start.source_settings import (
     RECORD_KEY,
     SourceSettings,
     source_settings,
@@ -199,7 +199,7 @@ def _check_compatible(source: _Source, recipe) -> None:
     """ConfigError for a start the loaded weights cannot make: another backbone (given on
     the command line: the source's is inherited otherwise), flow -> RGB. Another input size
     is allowed (convolutions and global pooling hold no size) and warned
-    (actrec.train.source_settings)."""
+    (actrec.train.start.source_settings)."""
     mine, theirs = recipe.model, source.recipe.model
     names = f"{source.path} ({source.recipe.name})"
     if theirs.backbone != mine.backbone:

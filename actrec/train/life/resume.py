@@ -100,11 +100,11 @@ def open_run_directory(
     """(recipe, has_run, the previous run.json): the chief's verdict on `run_dir`, agreed by
     every worker. A resumed run's recipe takes the auto batch numbers its recipe.yaml holds,
     and the settings its run.json records as inherited from its starting point (except
-    those in `given_settings`, the command line's; actrec.train.source_settings); its data's
+    those in `given_settings`, the command line's; actrec.train.start.source_settings); its data's
     `classes` must be those it trained on, in the same order."""
     from actrec.config.files import load_recipe
     from actrec.train.memory.recipe_edits import auto_fields, with_saved_decision
-    from actrec.train.source_settings import with_recorded_inheritance
+    from actrec.train.start.source_settings import with_recorded_inheritance
 
     has_run, refusal, previous_record = False, None, {}
     if cluster.is_chief:
@@ -135,7 +135,7 @@ def starts_afresh(checkpoints, resume: str | None) -> bool:
 def restore_position(checkpoints, resume: str | None, trainer, divergence, num_classes, progress):
     """(Position, the checkpoint resumed from or None): the trainer restored from `resume`
     ("latest" or a checkpoint path), or a new run at its start."""
-    from actrec.train.checkpoint import Position
+    from actrec.train.life.checkpoint import Position
 
     position = Position(0, 0)
     resumed_from = None

@@ -2,7 +2,7 @@
 K-step averaging over the same tf.distribute collectives.
 
 The step itself, from a batch to the parameter update, reads top to bottom in
-actrec/train/step.py (DistributedTrainer's base class); this module builds what it works
+actrec/train/loop/step.py (DistributedTrainer's base class); this module builds what it works
 with, places the data and evaluates.
 
 Keras 3's `model.fit` fails under MultiWorkerMirroredStrategy (keras-team/keras#20585),
@@ -40,15 +40,15 @@ from typing import TYPE_CHECKING
 
 from actrec.config.validate import validate_train_section
 from actrec.errors import ConfigError
-from actrec.train.averaging import (
+from actrec.train.loop.averaging import (
     broadcast_from_first_worker,
     model_float_variables,
     moment_variables,
     variables_to_average,
 )
-from actrec.train.optimizer import build_optimizer
-from actrec.train.step import TrainStep
-from actrec.train.step_statistics import (
+from actrec.train.loop.optimizer import build_optimizer
+from actrec.train.loop.step import TrainStep
+from actrec.train.loop.step_statistics import (
     EXAMPLES,
     batch_statistics,
     loss_and_accuracy,
@@ -60,7 +60,7 @@ if TYPE_CHECKING:
     import tensorflow as tf
 
     from actrec.config.recipe import TrainConfig
-    from actrec.train.distillation import DistillationSettings
+    from actrec.train.distillation.loss import DistillationSettings
 
 KERAS_POLICIES = {"none": None, "float16": "mixed_float16", "bfloat16": "mixed_bfloat16"}
 
@@ -89,7 +89,7 @@ def _replicas_per_worker(strategy: tf.distribute.Strategy) -> int:
 
 class DistributedTrainer(TrainStep):
     """The model, optimizer and compiled steps of one training process (the training step
-    is TrainStep's, actrec/train/step.py).
+    is TrainStep's, actrec/train/loop/step.py).
 
     strategy: from actrec.cluster.strategy.build_strategy (every worker builds the same).
     model_builder: returns a BUILT keras.Model (give it a keras.Input) mapping clips to
@@ -97,13 +97,13 @@ class DistributedTrainer(TrainStep):
         `keras.utils.set_random_seed(seed)`.
     train: the recipe's train section (actrec.config.TrainConfig; checked here by
         actrec.config.validate.validate_train_section), of which the trainer reads the
-        optimizer (actrec.train.optimizer.build_optimizer), the synchronisation (sync,
+        optimizer (actrec.train.loop.optimizer.build_optimizer), the synchronisation (sync,
         kavg_steps, adam_state), label_smoothing (targets (1 - s) one-hot + s / classes)
         and mixed_precision ("float16": mixed_float16 + dynamic loss scaling; "bfloat16":
         mixed_bfloat16).
     input_transform: applied to each replica's training clips where that replica runs,
         before the model (actrec.data.input.training_clips.finish_batch: uint8 crops -> clips).
-    distillation: a flow teacher to distil from (actrec.train.distillation); the training
+    distillation: a flow teacher to distil from (actrec.train.distillation.loss); the training
         clips are then (student clips, teacher clips), and `self.distillation` holds the
         teacher, the projection and the model the optimizer trains (student + projection).
 
@@ -158,7 +158,7 @@ class DistributedTrainer(TrainStep):
             self._check_model()
             self.distillation = None
             if distillation is not None:
-                from actrec.train.distillation import Distillation
+                from actrec.train.distillation.loss import Distillation
 
                 self.distillation = Distillation(distillation, self.model)
             self.optimizer = build_optimizer(train, self.trained_model)
@@ -317,3 +317,21 @@ class DistributedTrainer(TrainStep):
             ]
         )
         return self.strategy.reduce("SUM", per_replica, axis=None)
+
+
+def build_trainer(strategy, recipe, num_classes: int, input_transform=None, teacher=None):
+    """The recipe's DistributedTrainer on `strategy`: its model, optimizer and
+    synchronisation (recipe.train), seeded by recipe.runtime.seed. input_transform: run on
+    each batch before the model (e.g. the on-device clip finishing). teacher: the checked
+    flow teacher of a distilled run (actrec.train.distillation.teacher.Teacher), or None."""
+    from actrec.models.factory import model_builder
+    from actrec.train.distillation.loss import distillation_settings
+
+    return DistributedTrainer(
+        strategy,
+        model_builder(recipe.model, recipe.data, num_classes),
+        recipe.train,
+        seed=recipe.runtime.seed,
+        input_transform=input_transform,
+        distillation=distillation_settings(teacher, recipe),
+    )

@@ -16,10 +16,10 @@ weights compute: shift settings given by hand, the segments of a TSM started fro
 shift then mixes other frames), the modality (RGB -> flow: cross-modality initialisation),
 the flow fields of a flow model, a preprocessing given by hand and another input size
 (convolutions and global pooling hold no size, so it is allowed). Another backbone given by
-hand is refused (actrec.train.starting_point).
+hand is refused (actrec.train.start.starting_point).
 
 The library prints nothing: `SourceSettings.lines()` are the lines for the user, and the
-record (actrec.train.starting_point.StartingPoint, run.json's "initialised_from") keeps
+record (actrec.train.start.starting_point.StartingPoint, run.json's "initialised_from") keeps
 the decisions, which a resumed run reuses without reading the source again.
 """
 
@@ -29,7 +29,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, replace
 
 RECORD_KEY = "initialised_from"
-"""run.json's key for the starting point (actrec.train.starting_point.StartingPoint)."""
+"""run.json's key for the starting point (actrec.train.start.starting_point.StartingPoint)."""
 SHIFT_SETTINGS = ("model.shift_fraction", "model.shift_placement", "model.shift_direction")
 PREPROCESSING_SETTING = "model.preprocessing"
 BACKBONE_SETTING = "model.backbone"

@@ -1,7 +1,7 @@
 """The prepared data a run trains on, checked before training starts.
 
 Shard sizes are checked at start (a damaged shard is named before training); validation
-never reads the test split (actrec.train.validation).
+never reads the test split (actrec.train.inputs.validation).
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from actrec.errors import ConfigError
 
 if TYPE_CHECKING:
     from actrec.data.input.clip_spec import ClipSpec, DatasetInfo
-    from actrec.train.teacher import Teacher
-    from actrec.train.validation import ValidationPlan
+    from actrec.train.distillation.teacher import Teacher
+    from actrec.train.inputs.validation import ValidationPlan
 
 
 @dataclass(frozen=True)
@@ -26,9 +26,9 @@ class TrainingData:
         (actrec.data.input.clip_spec.dataset_info).
     train_spec / eval_spec: the clip specs of training and validation.
     train_videos: training videos, less the validation hold-out.
-    validation: actrec.train.validation.ValidationPlan.
+    validation: actrec.train.inputs.validation.ValidationPlan.
     splits_read: the splits training reads (named when a shard turns out damaged).
-    teacher: a distilled run's flow teacher (actrec.train.teacher.Teacher), else None;
+    teacher: a distilled run's flow teacher (actrec.train.distillation.teacher.Teacher), else None;
     teacher_spec: the teacher's clip spec beside train_spec, else None.
     """
 
@@ -48,7 +48,7 @@ def check_training_data(recipe, prepared_dir: Path) -> TrainingData:
     from actrec.data.format.integrity import check_shard_sizes
     from actrec.data.format.manifest import read_manifest
     from actrec.data.input.clip_spec import check_clip_spec, clip_spec, dataset_info
-    from actrec.train.validation import validation_plan
+    from actrec.train.inputs.validation import validation_plan
 
     info = dataset_info(prepared_dir)
     train_spec, eval_spec = clip_spec(recipe, training=True), clip_spec(recipe, training=False)
@@ -68,11 +68,11 @@ def check_training_data(recipe, prepared_dir: Path) -> TrainingData:
 
 def with_teacher(data: TrainingData, recipe, previous: dict) -> TrainingData:
     """`data` with the recipe's checked flow teacher (train.distill_from) and its clip spec
-    (actrec.train.teacher); unchanged without distillation. `previous`: the resumed run's
-    run.json ({} for a new run)."""
+    (actrec.train.distillation.teacher); unchanged without distillation. `previous`: the
+    resumed run's run.json ({} for a new run)."""
     from dataclasses import replace
 
-    from actrec.train.teacher import teacher_clip_spec, teacher_of
+    from actrec.train.distillation.teacher import teacher_clip_spec, teacher_of
 
     teacher = teacher_of(recipe, data.info, previous)
     if teacher is None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 
 # Positions in the statistics vector [3] each step / evaluation batch yields; a distilled
-# step's [5] adds its cross-entropy and feature-loss sums (actrec.train.distillation).
+# step's [5] adds its cross-entropy and feature-loss sums (actrec.train.distillation.loss).
 LOSS_SUM, CORRECT, EXAMPLES = 0, 1, 2
 CROSS_ENTROPY_SUM, FEATURE_LOSS_SUM = 3, 4
 

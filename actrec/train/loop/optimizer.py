@@ -2,7 +2,7 @@
 as the TSN / TSM sources apply them.
 
 One update, for every trainable variable w with multipliers (lr_mult, decay_mult) from
-actrec.train.param_groups, from the loss gradient g (already averaged over replicas and
+actrec.train.loop.param_groups, from the loss gradient g (already averaged over replicas and
 micro-batches by the loop, unscaled from float16 loss scaling by Keras):
 
     g <- clip_by_global_norm(g, clip_norm)          over all variables, on the loss gradient
@@ -36,8 +36,8 @@ import functools
 
 from actrec.config.recipe import TrainConfig
 from actrec.errors import ConfigError
-from actrec.train.param_groups import parameter_groups
-from actrec.train.step import decayed_gradient_and_rate
+from actrec.train.loop.param_groups import parameter_groups
+from actrec.train.loop.step import decayed_gradient_and_rate
 
 
 class VariableRates:
@@ -145,7 +145,7 @@ def _actrec_optimizer_class(base: type) -> type:
     reduction is turned off. (2) `update_step(gradient, variable, learning_rate)` is where
     Keras updates one variable, after its global-norm clipping: the gradient gains
     weight_decay * decay_mult * w and the rate becomes lr * lr_mult
-    (actrec.train.step.decayed_gradient_and_rate, step 6 of the training step).
+    (actrec.train.loop.step.decayed_gradient_and_rate, step 6 of the training step).
     """
     for hook in ("_all_reduce_sum_gradients", "update_step", "_var_key", "_backend_update_step"):
         if not hasattr(base, hook):

@@ -1,5 +1,5 @@
 """Fault injection: make a worker's loss NaN at a chosen step, to exercise divergence
-recovery (actrec.train.divergence) on real runs. Off unless set; read here only.
+recovery (actrec.train.life.divergence) on real runs. Off unless set; read here only.
 
     ACTREC_INJECT_NAN=WORKER:STEP[,WORKER:STEP...]
 
