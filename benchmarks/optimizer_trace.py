@@ -81,7 +81,7 @@ def main() -> None:
 
     from actrec.config.files import load_recipe
     from actrec.config.overrides import apply_overrides
-    from actrec.train import optimizer
+    from actrec.train.loop import optimizer
 
     adam = optimizer._actrec_optimizer_class(keras.optimizers.Adam)
     updates = {"actrec": adam.update_step, "keras": keras_update_step}

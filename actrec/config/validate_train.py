@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from actrec.config.checks import invalid
 from actrec.config.recipe import AUTO, TrainConfig
+from actrec.errors import ConfigError
 
 
 def validate_train(train: TrainConfig) -> None:
@@ -50,10 +51,28 @@ def validate_train(train: TrainConfig) -> None:
         raise invalid(
             "train", "nesterov", True, "Nesterov momentum needs optimizer sgd and momentum > 0"
         )
+    _validate_distill_layer(train)
     if train.distill_from is not None and not str(train.distill_from).strip():
         raise invalid(
             "train",
             "distill_from",
             train.distill_from,
             "give the folder of a finished flow run or of a flow export, or null for none",
+        )
+
+
+def _validate_distill_layer(train: TrainConfig) -> None:
+    """distill_features "maps" names its layer (distill_layer), and only "maps" has one. The
+    layer's presence in the student's and the teacher's backbones needs the teacher:
+    actrec.train.distillation.teacher checks it before anything is written."""
+    if train.distill_features == "maps" and not train.distill_layer:
+        raise ConfigError(
+            "train.distill_features=maps matches the maps of one backbone layer: name it "
+            "with train.distill_layer (e.g. block_5_add for MobileNetV2)"
+        )
+    if train.distill_layer and train.distill_features != "maps":
+        raise ConfigError(
+            f"train.distill_layer={train.distill_layer!r} names the layer whose maps "
+            f"train.distill_features=maps matches, and distill_features is "
+            f"{train.distill_features!r}; set train.distill_features=maps, or drop the layer"
         )

@@ -32,14 +32,9 @@ def registered_map_layer_names(backbone: str) -> tuple[str, ...]:
     return tuple(map_layer_names(build_backbone(backbone, (64, 64, 3))))
 
 
-def hint_layer_problem(layer_name: str | None, student: str, teacher: str) -> str | None:
+def hint_layer_problem(layer_name: str, student: str, teacher: str) -> str | None:
     """Why `layer_name` cannot be matched between a `student` and a `teacher` backbone (both
     registered names), None when it can."""
-    if not layer_name:
-        return (
-            "train.distill_features=maps matches the maps of one backbone layer: name it "
-            "with train.distill_layer (e.g. block_5_add for MobileNetV2)"
-        )
     for side, backbone in (("student", student), ("teacher", teacher)):
         names = registered_map_layer_names(backbone)
         if layer_name not in names:

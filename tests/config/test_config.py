@@ -616,7 +616,8 @@ def test_components_take_their_choices_from_the_recipe_literals():
     from actrec.config import choices
     from actrec.data.input import clip_spec as clip_spec_module
     from actrec.data.input import sampling
-    from actrec.train import loop, optimizer
+    from actrec.train.loop import optimizer
+    from actrec.train.loop import trainer as loop
 
     # A clip is the recipe's data section: its choices are the section's Literals.
     assert issubclass(clip_spec_module.ClipSpec, DataConfig)
@@ -651,3 +652,33 @@ def test_config_imports_neither_data_nor_models():
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     )
     assert result.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize(
+    ("recipe", "settings", "match"),
+    [
+        (
+            "synthetic-tsm",
+            ["train.distill_features=maps"],
+            r"train\.distill_features=maps matches the maps of one backbone layer: name it "
+            r"with train\.distill_layer",
+        ),
+        (
+            "synthetic-tsm",
+            ["train.distill_layer=block_2_add"],
+            r"train\.distill_layer='block_2_add' names the layer whose maps "
+            r"train\.distill_features=maps matches, and distill_features is 'clip'",
+        ),
+        (
+            "synthetic-tsm-mars",
+            ["train.distill_features=logits"],
+            r"distill_features is 'logits'; set train\.distill_features=maps, or drop the layer",
+        ),
+    ],
+)
+def test_the_hint_layer_rule_is_the_recipes_own_check(recipe, settings, match):
+    """distill_features "maps" <-> distill_layer is a rule of the recipe alone: refused when
+    the recipe is read, before any teacher or data is looked at (issue 53: checked once)."""
+    with pytest.raises(ConfigError, match=match):
+        validate_recipe(apply_overrides(load_recipe(recipe), settings))
+    validate_recipe(load_recipe("synthetic-tsm-mars"))  # maps with its layer

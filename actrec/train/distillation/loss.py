@@ -25,8 +25,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from actrec.errors import ConfigError
-
 if TYPE_CHECKING:
     import keras
 
@@ -96,11 +94,11 @@ class Distillation:
         at its own, smaller input size); both as [B, S, h * w * c']."""
         import keras
 
-        from actrec.models.backbone_taps import hint_layer_problem, with_backbone_map
+        from actrec.models.backbone_taps import with_backbone_map
         from actrec.models.segment_model import SplitSegments
 
-        if not settings.layer:  # actrec.train.distillation.teacher says so before any write
-            raise ConfigError(hint_layer_problem(None, "", ""))
+        # the recipe's validation requires settings.layer with "maps"; the teacher's check
+        # that both backbones have it, before any write
         tapped_student = with_backbone_map(student, settings.layer)
         tapped_teacher = with_backbone_map(teacher, settings.layer)
         student_map, teacher_map = tapped_student.outputs[1], tapped_teacher.outputs[1]

@@ -219,18 +219,11 @@ def _check_student(teacher: Teacher, recipe, info) -> Teacher:
     if recipe.train.distill_features == "maps":
         from actrec.models.backbone_taps import hint_layer_problem
 
-        problem = hint_layer_problem(
+        problem = hint_layer_problem(  # the recipe's validation: maps names a layer
             recipe.train.distill_layer, recipe.model.backbone, teacher.recipe.model.backbone
         )
         if problem is not None:
             raise ConfigError(f"{problem} (the teacher: {teacher.path})")
-    elif recipe.train.distill_layer:
-        raise ConfigError(
-            f"train.distill_layer={recipe.train.distill_layer!r} names the layer whose maps "
-            f"train.distill_features=maps matches, and distill_features is "
-            f"{recipe.train.distill_features!r}; set train.distill_features=maps, or drop "
-            "the layer"
-        )
     if not info.has_flow:
         raise DatasetError(
             f"{info.prepared_dir} was prepared without optical flow (--flow none), and the "
