@@ -15,7 +15,8 @@ ROOT = Path(__file__).resolve().parents[2]
 BENCHMARKS = ROOT / "docs" / "benchmarks.md"
 QUOTE = re.compile(r"<!-- figure:(?P<name>[a-z0-9-]+) -->(?P<value>.*?)<!-- /figure -->")
 ROW = re.compile(
-    r"^\| (?P<name>[a-z0-9-]+) \| (?P<value>[^|]+?) \| [^|]+ \| \[[^\]]+\]\(#(?P<section>[a-z0-9-]+)\) \|$"
+    r"^\| (?P<name>[a-z0-9-]+) \| (?P<value>[^|]+?) \| [^|]+ "
+    r"\| \[[^\]]+\]\(#(?P<section>[a-z0-9-]+)\) \|$"
 )
 NUMBER = re.compile(r"\d+(?:\.\d+)?")
 # A measured time or accuracy: "102.8 s", "24 min", "90.4 %" (whole-number percentages such
