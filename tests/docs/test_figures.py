@@ -111,3 +111,27 @@ def test_measured_here_is_said_through_quotes(page):
         if re.search(r"measured here|measured on|measured:", line):
             unquoted = MEASURED.findall(prose(line))
             assert not unquoted, f"docs/{page}: {unquoted} outside a quote in {line[:120]!r}"
+
+
+def test_one_name_per_thing_across_pages():
+    """One path per prepared set, one way to prepare each dataset and one protocol for the
+    UCF101 fine-tuning target, on every page that shows them (issue 54)."""
+    commands: dict[str, set[str]] = {}
+    for page in documentation_pages():
+        text = page.read_text()
+        for line in text.splitlines():
+            line = line.strip().strip("`")
+            for dataset in ("ucf101", "kinetics"):
+                if line.startswith(f"actrec prepare {dataset} "):
+                    options = re.sub(r"--(root|out|address|executor) \S+", "", line)
+                    commands.setdefault(dataset, set()).add(" ".join(options.split()))
+        for path in re.findall(r"(?<![\w/])(?:datasets/)?prepared/ucf101[\w-]*", text):
+            assert path in (
+                "datasets/prepared/ucf101-split1",
+                "datasets/prepared/ucf101-split1-v2",
+            ), f"{page.name} names the prepared UCF101 {path}"
+        for line in text.splitlines():
+            if "actrec eval runs/ucf101-tsm" in line:
+                assert "--protocol tsm-8x3" in line, f"{page.name}: {line.strip()}"
+    assert commands["kinetics"] == {"actrec prepare kinetics --flow none --size 331"}
+    assert commands["ucf101"] == {"actrec prepare ucf101 --split 1 --size 340x256"}
