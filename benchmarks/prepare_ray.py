@@ -26,8 +26,8 @@ from pathlib import Path
 
 from actrec.data.prepare.dataset import prepare_dataset
 from actrec.data.prepare.encode_video import PrepareSettings
-from actrec.data.prepare.parallel import LocalPool
-from actrec.data.prepare.ray_executor import RayExecutor
+from actrec.data.prepare.executors.local import LocalPool
+from actrec.data.prepare.executors.ray import RayExecutor
 from actrec.data.sources import list_videos
 from actrec.data.synthetic.config import SyntheticConfig
 from actrec.data.synthetic.dataset import generate_synthetic_dataset

@@ -26,11 +26,10 @@ import os
 import re
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from versions import ROOT, baseline_checkout
 
 
 def timed_suite(checkout: Path, python_path: str | None, select: str | None):
@@ -50,14 +49,6 @@ def timed_suite(checkout: Path, python_path: str | None, select: str | None):
     return seconds, lines[-1] if lines else f"exit {result.returncode}, no summary"
 
 
-def baseline_path(worktree: Path, folder: Path) -> str:
-    """A PYTHONPATH whose `actrec` and `actrec_cli` are the worktree's (pyproject.toml
-    installs cli/ as actrec_cli)."""
-    (folder / "actrec").symlink_to(worktree / "actrec")
-    (folder / "actrec_cli").symlink_to(worktree / "cli")
-    return str(folder)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--baseline", default="97ab109", help="the earlier commit")
@@ -67,17 +58,8 @@ def main() -> None:
     )  # fmt: skip
     parser.add_argument("-k", dest="select", help="pytest's -k: only these tests, in both")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="actrec-suites-") as scratch:
-        worktree, links = Path(scratch) / "baseline", Path(scratch) / "path"
-        links.mkdir()
-        subprocess.run(
-            ["git", "worktree", "add", "--detach", str(worktree), args.baseline],
-            cwd=ROOT, check=True, capture_output=True,
-        )  # fmt: skip
-        try:
-            old, old_line = timed_suite(worktree, baseline_path(worktree, links), args.select)
-        finally:
-            subprocess.run(["git", "worktree", "remove", "--force", str(worktree)], cwd=ROOT)
+    with baseline_checkout(args.baseline) as (worktree, python_path):
+        old, old_line = timed_suite(worktree, python_path, args.select)
     print(f"{args.baseline}: {old / 60:.1f} min ({old_line})", flush=True)
     new, new_line = timed_suite(ROOT, None, args.select)
     print(f"this checkout: {new / 60:.1f} min ({new_line})")

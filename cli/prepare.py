@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from contextlib import ExitStack
 from pathlib import Path
 
 import click
@@ -23,6 +22,7 @@ from actrec_cli.prepare_report import (
     print_warnings,
 )
 
+from actrec.data.prepare.executors.registry import checked_options, open_executor
 from actrec.data.sources import SOURCES
 
 DATASETS_HELP = "\b\n" + "\n".join(
@@ -77,11 +77,11 @@ def prepare(
     min_frames,
     shard_size_mb,
     executor,
-    address,
     seed,
     val_fraction,
     test_fraction,
     dry_run,
+    **executor_settings,
 ):
     """Prepare DATASET (a name of actrec.data.sources.SOURCES); the help is above."""
     from actrec.data.prepare.dataset import prepare_dataset
@@ -102,8 +102,7 @@ def prepare(
         shard_size_mb=shard_size_mb,
     )
     validate_settings(settings)
-    if address is not None and executor != "ray":
-        raise click.UsageError("--address is for --executor ray")
+    executor_settings = checked_options(executor, executor_settings)
     check_prepare_arguments(dataset, root, out_dir, dry_run)  # before TensorFlow: at once
     import_tensorflow_quietly()
     if dataset == "synthetic" and not dry_run:
@@ -121,12 +120,7 @@ def prepare(
         return
     print_warnings(listing.warnings)
     workers = workers or os.cpu_count() or 1
-    with ExitStack() as stack:
-        pool = None
-        if executor == "ray":
-            from actrec.data.prepare.ray_executor import RayExecutor
-
-            pool = stack.enter_context(RayExecutor(address, workers))
+    with open_executor(executor, workers, executor_settings) as pool:
         summary = prepare_dataset(
             listing,
             out_dir,

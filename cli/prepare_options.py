@@ -10,6 +10,12 @@ import click
 from actrec_cli.options import option_group
 
 from actrec.data.format.flow_methods import FLOW_METHOD_DESCRIPTIONS, FLOW_METHODS, NO_FLOW
+from actrec.data.prepare.executors.registry import (
+    DEFAULT_EXECUTOR,
+    executor_kind,
+    executor_names,
+)
+from actrec.data.prepare.executors.registry import all_options as all_executor_options
 from actrec.data.sources import SOURCES
 
 
@@ -73,19 +79,19 @@ encoding_options = option_group(
 executor_options = option_group(
     click.option(
         "--executor",
-        type=click.Choice(["local", "ray"]),
-        default="local",
+        type=click.Choice(executor_names()),
+        default=DEFAULT_EXECUTOR,
         show_default=True,
-        help="Where videos are encoded: this machine's processes, or Ray tasks "
-        '(pip install "actrec[ray]"; docs/cluster.md). The output is the same bytes.',
+        help="Where videos are encoded: "
+        + "; ".join(f"{name}: {executor_kind(name).summary}" for name in executor_names())
+        + ". The output is the same bytes.",
     ),
-    click.option(
-        "--address",
-        help="With --executor ray: the Ray cluster's head, HOST:PORT (or auto on a node of "
-        "it) [default: start Ray on this machine with --workers CPUs].",
+    *(
+        click.option(f"--{option.name}", help=f"With --executor {name}: {option.help}.")
+        for name, option in all_executor_options()
     ),
 )
-"""--executor and --address."""
+"""--executor and each executor's options (the registry's: actrec.data.prepare.executors)."""
 
 folder_split_options = option_group(
     click.option(

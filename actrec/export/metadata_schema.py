@@ -160,6 +160,19 @@ def _check_preparation(metadata: dict) -> None:
             raise _FieldError("preparation.jpeg_quality", "a whole number from 1 to 100")
 
 
+def _check_reload_check(metadata: dict) -> None:
+    """reload_check (exports written since issue 55; absent in older ones): the measured
+    difference and the tolerance it met, each a number >= 0 or null, and what they measure."""
+    if "reload_check" not in metadata:
+        return
+    check = _mapping(metadata["reload_check"], "reload_check")
+    for name in ("difference", "tolerance"):
+        if check.get(name) is not None and _number(check[name], f"reload_check.{name}") < 0:
+            raise _FieldError(f"reload_check.{name}", "a number >= 0 or null")
+    if not isinstance(check.get("measure"), str):
+        raise _FieldError("reload_check.measure", "a string")
+
+
 def _check_streaming(metadata: dict) -> None:
     streaming = metadata.get("streaming")
     if streaming in (None, False):
@@ -196,6 +209,7 @@ def check_export_metadata(path: Path, metadata: dict) -> None:
         _check_fusion(metadata)
         _check_preparation(metadata)
         _check_streaming(metadata)
+        _check_reload_check(metadata)
     except _FieldError as problem:
         found = _shown(metadata, problem.where)
         raise ConfigError(

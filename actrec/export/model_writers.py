@@ -36,12 +36,10 @@ def _probe_inputs(streams: Sequence[ExportedStream]) -> dict:
 
 
 def max_difference(expected, reloaded) -> float:
-    import numpy as np
+    """actrec.export.parity.scaled_difference: the reload check's measure."""
+    from actrec.export.parity import scaled_difference
 
-    expected, reloaded = np.asarray(expected), np.asarray(reloaded)
-    if expected.shape != reloaded.shape:
-        return float("inf")
-    return float(np.max(np.abs(expected.astype(np.float64) - reloaded.astype(np.float64))))
+    return scaled_difference(expected, reloaded)
 
 
 def write_savedmodel(

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
+from actrec.export.parity import scaled_difference
 from actrec.export.streams import INPUT_OF_MODALITY, ExportedStream
 
 PROBE_BATCH = 2
@@ -88,9 +89,9 @@ def model_function(request, batch) -> tuple[Callable, list, dict | None]:
 
 
 def probe_difference(function, signature, run: Callable, output: str, steps: int = 3) -> float:
-    """Max |exported - in-process| of `output` over `steps` random probes, `run`(inputs by
-    name) -> outputs by name being the exported model (a streaming model's states carried
-    from step to step)."""
+    """The largest scaled difference (actrec.export.parity) of `output` over `steps` random
+    probes, `run`(inputs by name) -> outputs by name being the exported model (a streaming
+    model's states carried from step to step)."""
     import tensorflow as tf
 
     rng = np.random.default_rng(0)
@@ -109,9 +110,7 @@ def probe_difference(function, signature, run: Callable, output: str, steps: int
         }
         expected = function(*[tf.constant({**inputs, **states}[name]) for name in names])
         reloaded = run({**inputs, **states})
-        difference = max(
-            difference, float(np.max(np.abs(expected[output].numpy() - reloaded[output])))
-        )
+        difference = max(difference, scaled_difference(expected[output].numpy(), reloaded[output]))
         states = {name: expected[name].numpy() for name in states}
     return difference
 

@@ -21,6 +21,7 @@ import statistics
 from pathlib import Path
 
 from actrec.errors import ConfigError
+from actrec.export.parity import scaled_difference
 
 FRAME_INPUT = "frame"
 LOGITS = "logits"
@@ -145,8 +146,7 @@ def write_streaming_savedmodel(stream, folder: Path) -> tuple[float, dict]:
         named = {state_name(i): tf.constant(s) for i, s in enumerate(reloaded_states)}
         reloaded = loaded(frame=tf.constant(frame), **named)
         difference = max(
-            difference,
-            float(np.max(np.abs(expected[LOGITS].numpy() - reloaded[LOGITS].numpy()))),
+            difference, scaled_difference(expected[LOGITS].numpy(), reloaded[LOGITS].numpy())
         )
         states = [expected[state_name(i)].numpy() for i in range(len(states))]
         reloaded_states = [reloaded[state_name(i)].numpy() for i in range(len(states))]

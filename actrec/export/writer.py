@@ -13,6 +13,7 @@ unless `overwrite`, and then only if it is an export.
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
 import time
@@ -32,6 +33,7 @@ from actrec.export.metadata import (
     recipe_file_name,
 )
 from actrec.export.model_card import model_card
+from actrec.export.parity import MEASURE
 from actrec.export.streams import ExportedStream
 from actrec.progress import NullProgress, Progress
 
@@ -42,8 +44,9 @@ DEFAULT_TOP_K = 5
 class ExportSummary:
     """What `export_runs` wrote.
 
-    reload_difference: max |outputs of the reloaded model - in-process model| on random
-        probe inputs (within the format's tolerance, else the export failed).
+    reload_difference: the reloaded model's outputs against the in-process model's on random
+        probe inputs, scaled by the logits' size (actrec.export.parity.MEASURE; within the
+        format's tolerance, else the export failed); actrec.json's reload_check says it.
     reloaded_in_fresh_process: whether the reloaded model ran in a new Python process (the
         model card's own code, for the formats that load with actrec) or in this one.
     """
@@ -176,12 +179,18 @@ def export_runs(
         if written.tolerance is not None and not written.difference <= written.tolerance:
             raise ActrecError(
                 f"the reloaded export does not reproduce the model: its outputs differ by "
-                f"up to {written.difference:.3g} (tolerance {written.tolerance}); nothing was "
-                f"written to {out_dir}. Please report this with the run's recipe."
+                f"{written.difference:.3g} of the logits' size (tolerance "
+                f"{written.tolerance}; {MEASURE}); nothing was written to {out_dir}. Please "
+                "report this with the run's recipe."
             )
         metadata = export_metadata(
             streams, classes, exporter.name, weights, preparation, fusion_average, written.metadata
         )
+        metadata["reload_check"] = {
+            "difference": written.difference if math.isfinite(written.difference) else None,
+            "tolerance": written.tolerance,
+            "measure": MEASURE,
+        }
         _write_beside(staging, out_dir.name, streams, metadata)
         _commit(staging, out_dir)
         progress.advance()

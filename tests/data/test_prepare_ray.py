@@ -34,9 +34,14 @@ from conftest import REPO_ROOT, TEST_DATA
 
 from actrec.data.prepare.dataset import prepare_dataset
 from actrec.data.prepare.encode_video import PrepareSettings
-from actrec.data.prepare.local_ray import LOOPBACK
+from actrec.data.prepare.executors.ray import (
+    LOOPBACK,
+    RAY_EXTRA,
+    NodeReport,
+    RayExecutor,
+    node_problems,
+)
 from actrec.data.prepare.plan import PARTIAL_DIR, STATE_FILE
-from actrec.data.prepare.ray_executor import RAY_EXTRA, NodeReport, RayExecutor, node_problems
 from actrec.data.sources import list_videos
 from actrec.data.synthetic.config import SyntheticConfig
 from actrec.data.synthetic.dataset import generate_synthetic_dataset
@@ -396,7 +401,7 @@ RAYS_OWN_CHOICE = (
 )
 LOCAL_DRIVER = (
     "import sys\n"
-    "from actrec.data.prepare.ray_executor import RayExecutor\n"
+    "from actrec.data.prepare.executors.ray import RayExecutor\n"
     "with RayExecutor(None, 1) as executor:  # as `actrec prepare --executor ray` does\n"
     "    executor.check_nodes([])  # a task: a worker process listens too\n"
     "    print('ready', flush=True)\n"

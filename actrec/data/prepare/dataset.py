@@ -26,8 +26,9 @@ from pathlib import Path
 from actrec.atomic import TEMPORARY_SUFFIX, read_json_lines, write_json_atomic
 from actrec.data.format.manifest import count_by_reason, read_manifest
 from actrec.data.prepare.encode_video import PrepareSettings
+from actrec.data.prepare.executors.local import LocalPool
+from actrec.data.prepare.executors.registry import Executor
 from actrec.data.prepare.finish import PrepareSummary, finish_preparation, summarize_manifest
-from actrec.data.prepare.parallel import Executor, LocalPool
 from actrec.data.prepare.plan import (
     PARTIAL_DIR,
     PLAN_FILE,

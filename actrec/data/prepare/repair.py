@@ -20,7 +20,7 @@ from actrec.atomic import commit_temporary, temporary_path
 from actrec.data.format.integrity import ShardProblem, file_sha256, shard_problems
 from actrec.data.format.manifest import MANIFEST_FILE
 from actrec.data.prepare.encode_video import PrepareSettings, VideoTask
-from actrec.data.prepare.parallel import encode_in_order
+from actrec.data.prepare.executors.local import encode_in_order
 from actrec.errors import DatasetError
 from actrec.progress import NullProgress, Progress
 

@@ -1,7 +1,8 @@
-"""Encode videos as Ray tasks (`actrec prepare --executor ray`), results back in task order.
+"""The Ray executor (`actrec prepare --executor ray`): videos encoded as Ray tasks, results
+back in task order (actrec.data.prepare.in_flight).
 
 The driver (this process) writes the shards, manifest and report from the results exactly
-as with the local pool (actrec.data.prepare.parallel), so the output is the same bytes
+as with the local pool (actrec.data.prepare.executors.local), so the output is the same bytes
 whatever order tasks finish in, and a killed run resumes the same way. Each video is one
 task running encode_video; at most TASKS_IN_FLIGHT_PER_WORKER tasks per CPU of the cluster
 are in flight, which bounds the object store's use when one video is slow. A task whose
@@ -15,36 +16,112 @@ skip its share as missing, or encode other bytes.
 
 Ray is an optional extra, imported here only; RAY_USAGE_STATS_ENABLED=0 is set before it is
 imported, so Ray never reports usage statistics (docs/cluster.md). A Ray started here (no
---address) listens on loopback only, with token authentication (local_ray.py).
+--address) listens on loopback only, with Ray's token authentication on:
+
+On Linux Ray gives its node the machine's address, even when told 127.0.0.1
+(`_node_ip_address` is resolved to a "remotely reachable" address), and its GCS, raylet,
+object manager and every worker's gRPC server then listen on all interfaces. The local-only
+mode Ray uses on macOS and Windows (RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0, read once, when
+`ray` is imported) keeps the node on 127.0.0.1, and every one of those servers listens there
+(measured with Ray 2.52.0 and 2.60.0; tests/data/test_prepare_ray.py checks the installed
+Ray). Ray reads these settings once, so a process that imported Ray without them is refused
+a local Ray, and one that imported Ray with them would give a remote cluster it then joins
+127.0.0.1 as its address: `actrec prepare` does one or the other. Token
+authentication (Ray >= 2.52, RAY_AUTH_MODE=token) uses a new random token per run, given to
+Ray's processes in their environment, so nothing is written to ~/.ray. Joining a cluster is
+only ever by an explicit --address, which none of this touches.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import secrets
 import socket
-from collections import deque
+import sys
+import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import cv2
-
-import actrec
-from actrec.data.prepare.encode_video import (
-    PrepareSettings,
-    VideoResult,
-    VideoTask,
-    encode_video,
-    initialise_worker,
-)
-from actrec.data.prepare.local_ray import (
-    EnvironmentSet,
-    local_ray_environment,
-    refuse_ray_imported_before,
-    start_local_ray,
-)
-from actrec.data.prepare.parallel import TASKS_IN_FLIGHT_PER_WORKER
+from actrec.data.prepare.executors.local import TASKS_IN_FLIGHT_PER_WORKER
+from actrec.data.prepare.executors.registry import ExecutorKind, ExecutorOption
+from actrec.data.prepare.in_flight import results_in_order
 from actrec.errors import ClusterError
+
+if TYPE_CHECKING:
+    from actrec.data.prepare.encode_video import PrepareSettings, VideoResult, VideoTask
+
+LOOPBACK = "127.0.0.1"
+LOCAL_OBJECT_STORE_BYTES = 128 * 1024 * 1024
+"""The object store of a Ray started on this machine: the results in flight (a few MB per
+video); Ray spills to disk beyond it rather than taking a share of the memory."""
+DOCS = "docs/cluster.md"
+_TOKEN = secrets.token_hex(32)  # 256 bits, as `ray get-auth-token`; one per process, as
+# Ray's C++ side keeps the first token it reads
+_started = False  # whether this process imported Ray in local_ray_environment()
+
+
+def local_ray_environment() -> dict[str, str]:
+    """The environment of a local Ray: loopback only, token authentication. Set before `ray`
+    is imported: Ray reads these once, when it is imported."""
+    return {
+        "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",  # the node's address: 127.0.0.1
+        "RAY_AUTH_MODE": "token",
+        "RAY_AUTH_TOKEN": _TOKEN,
+    }
+
+
+def refuse_ray_imported_before() -> None:
+    """ClusterError when this process imported Ray other than for a local Ray: it read its
+    settings then, and would listen on the machine's address, without a token."""
+    if sys.modules.get("ray") is not None and not _started:
+        raise ClusterError(
+            "Ray was imported in this process before actrec could start it on loopback with "
+            "a token: run `actrec prepare --executor ray` (or RayExecutor without an "
+            f"address) in a process of its own, before anything imports Ray ({DOCS})"
+        )
+
+
+def start_local_ray(ray, workers: int) -> None:
+    """ray.init of a new Ray of our own ("local": never one found on the machine) on
+    loopback, with `workers` CPUs; warns in one line when its node is not on loopback
+    (a Ray that ignores local_ray_environment())."""
+    global _started
+    _started = True  # `ray` was imported in local_ray_environment()
+    ray.init(
+        address="local",
+        num_cpus=workers,
+        object_store_memory=LOCAL_OBJECT_STORE_BYTES,
+        include_dashboard=False,
+        dashboard_host=LOOPBACK,
+        _node_ip_address=LOOPBACK,
+        logging_level=logging.WARNING,
+    )
+    node = ray.util.get_node_ip_address()
+    if node != LOOPBACK:
+        warnings.warn(
+            f"the local Ray listens on {node}, not only on {LOOPBACK}: this Ray "
+            f"({ray.__version__}) does not keep a local node on loopback ({DOCS})",
+            stacklevel=2,
+        )
+
+
+class EnvironmentSet:
+    """os.environ updated with `values` until `restore()` puts back what was there."""
+
+    def __init__(self, values: dict[str, str]):
+        self._before = {name: os.environ.get(name) for name in values}
+        os.environ.update(values)
+
+    def restore(self) -> None:
+        for name, value in self._before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
 
 RAY_EXTRA = 'pip install "actrec[ray]"'
 TASK_RETRIES = 3
@@ -52,7 +129,6 @@ TASK_RETRIES = 3
 CONNECT_TIMEOUT_SECONDS = 5.0
 NODE_CHECK_TIMEOUT_SECONDS = 120.0
 """How long every node has to start a worker process and answer the up-front check."""
-DOCS = "docs/cluster.md"
 
 
 @dataclass(frozen=True)
@@ -113,6 +189,8 @@ def _report_function():
 
 
 def _encode_on_node(task: VideoTask, settings: PrepareSettings) -> VideoResult:
+    from actrec.data.prepare.encode_video import encode_video, initialise_worker
+
     initialise_worker()
     return encode_video(task, settings)
 
@@ -140,7 +218,7 @@ def _check_reachable(address: str) -> None:
 def connect_ray(address: str | None, workers: int):
     """Ray, connected to the cluster at `address` ("auto": the one this node belongs to), or
     started on this machine with `workers` CPUs, on loopback only, its settings put in the
-    environment before `import ray` (local_ray.py). Returns the ray module and a function
+    environment before `import ray` (local_ray_environment). Returns the ray module and a function
     that takes those settings back out of the environment (after ray.shutdown())."""
     os.environ["RAY_USAGE_STATS_ENABLED"] = "0"  # always: never report to Ray's server
     if address is None:
@@ -226,6 +304,10 @@ class RayExecutor:
                 reports.append(NodeReport(asked[ref], **ray.get(ref)))
             except ray.exceptions.RayError as error:
                 problems.append(f"node {asked[ref]} failed the check: {str(error).strip()[:300]}")
+        import cv2
+
+        import actrec
+
         driver = NodeReport("this machine", actrec.__version__, cv2.__version__)
         problems += node_problems(driver, reports)
         if problems:
@@ -240,22 +322,42 @@ class RayExecutor:
         self, tasks: Iterable[VideoTask], settings: PrepareSettings
     ) -> Iterator[VideoResult]:
         """Yield encode_video(task) for every task, in task order, as Ray tasks."""
+        from actrec.data.prepare.encode_video import VideoResult
+
         ray = self._ray
         encode = ray.remote(_encode_on_node).options(num_cpus=1, max_retries=TASK_RETRIES)
         limit = max(1, int(ray.cluster_resources().get("CPU", 1))) * TASKS_IN_FLIGHT_PER_WORKER
-        pending = deque(tasks)
-        window: deque = deque()  # (task, its ObjectRef), oldest first
-        while pending or window:
-            while pending and len(window) < limit:
-                task = pending.popleft()
-                window.append((task, encode.remote(task, settings)))
-            task, ref = window.popleft()
+
+        def collect(task, ref) -> VideoResult:
             try:
-                result = ray.get(ref)
+                return ray.get(ref)
             except ray.exceptions.WorkerCrashedError:
-                result = VideoResult.skipped(
+                return VideoResult.skipped(
                     task,
                     "undecodable",
                     f"the video decoder crashed its Ray worker process, {TASK_RETRIES + 1} times",
                 )
-            yield result
+
+        yield from results_in_order(
+            tasks, lambda task: encode.remote(task, settings), collect, limit
+        )
+
+
+@contextlib.contextmanager
+def _open(workers: int, address: str | None = None) -> Iterator[RayExecutor]:
+    with RayExecutor(address, workers) as executor:
+        yield executor
+
+
+EXECUTOR = ExecutorKind(
+    name="ray",
+    summary='Ray tasks (pip install "actrec[ray]"; docs/cluster.md)',
+    open=_open,
+    options=(
+        ExecutorOption(
+            "address",
+            "the Ray cluster's head, HOST:PORT (or auto on a node of it) [default: start "
+            "Ray on this machine, on loopback, with --workers CPUs]",
+        ),
+    ),
+)

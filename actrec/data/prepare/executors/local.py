@@ -1,8 +1,6 @@
-"""Encode videos in worker processes and hand the results back in list order.
-
-Results come back in the order of the tasks, so shards, their boundaries and the
-manifest are identical whatever the number of workers or interruptions. At most
-`4 * workers` videos are in flight, which bounds memory when one video is slow.
+"""The local executor (`actrec prepare --executor local`, the default): videos encoded in
+`--workers` processes of this machine, results back in task order
+(actrec.data.prepare.in_flight), at most TASKS_IN_FLIGHT_PER_WORKER per worker in flight.
 
 A decoder that crashes its process (a segfault on a corrupt file) does not stop the run:
 the in-flight videos are retried, the crashing one alone in its own process, and it is
@@ -12,29 +10,29 @@ would be "undecodable": ProcessStartError says why).
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 import signal
-from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING
 
-from actrec.data.prepare.encode_video import (
-    PrepareSettings,
-    VideoResult,
-    VideoTask,
-    encode_video,
-    initialise_worker,
-)
+from actrec.data.prepare.executors.registry import ExecutorKind
+from actrec.data.prepare.in_flight import WindowLostError, results_in_order
 from actrec.errors import ProcessStartError
+
+if TYPE_CHECKING:
+    from actrec.data.prepare.encode_video import PrepareSettings, VideoResult, VideoTask
 
 TASKS_IN_FLIGHT_PER_WORKER = 4
 
 
 def _initialise_pool_worker() -> None:
+    from actrec.data.prepare.encode_video import initialise_worker
+
     # Ctrl-C goes to the whole process group; the parent decides how to stop.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     initialise_worker()
@@ -71,6 +69,8 @@ def _processes_start() -> bool:
 def _encode_isolated(task: VideoTask, settings: PrepareSettings) -> VideoResult:
     """Encode one video alone in a fresh process; a crash skips it as undecodable (a
     ProcessStartError when no fresh process runs anything)."""
+    from actrec.data.prepare.encode_video import VideoResult, encode_video
+
     pool = _new_pool(1)
     try:
         return pool.submit(encode_video, task, settings).result()
@@ -88,53 +88,45 @@ def encode_in_order(
     tasks: Iterable[VideoTask], settings: PrepareSettings, workers: int
 ) -> Iterator[VideoResult]:
     """Yield encode_video(task) for every task, in task order, using `workers` processes."""
+    from actrec.data.prepare.encode_video import encode_video, initialise_worker
+
     if workers <= 1:
         initialise_worker()
         for task in tasks:
             yield encode_video(task, settings)
         return
-    pending = deque(tasks)
-    window: deque[tuple[VideoTask, Future]] = deque()
-    pool = _new_pool(workers)
+    pools = [_new_pool(workers)]  # the current pool; replaced when a crash breaks it
+
+    def collect(task, future) -> VideoResult:
+        try:
+            return future.result()
+        except BrokenProcessPool:
+            raise WindowLostError from None
+
+    def recover(task) -> VideoResult:
+        # Some in-flight video crashed the pool. Run the oldest alone; the loop requeues the
+        # rest (a crashing video reaches the head of the queue eventually and is isolated).
+        pools[0].shutdown(wait=True, cancel_futures=True)
+        result = _encode_isolated(task, settings)
+        pools[0] = _new_pool(workers)
+        return result
+
     try:
-        while pending or window:
-            while pending and len(window) < workers * TASKS_IN_FLIGHT_PER_WORKER:
-                task = pending.popleft()
-                window.append((task, pool.submit(encode_video, task, settings)))
-            task, future = window.popleft()
-            try:
-                result = future.result()
-            except BrokenProcessPool:
-                # Some in-flight video crashed the pool. Run the oldest alone; requeue the rest
-                # (a crashing video reaches the head of the queue eventually and is isolated).
-                pool.shutdown(wait=True, cancel_futures=True)
-                for other_task, _ in reversed(window):
-                    pending.appendleft(other_task)
-                window.clear()
-                result = _encode_isolated(task, settings)
-                pool = _new_pool(workers)
-            yield result
+        yield from results_in_order(
+            tasks,
+            lambda task: pools[0].submit(encode_video, task, settings),
+            collect,
+            workers * TASKS_IN_FLIGHT_PER_WORKER,
+            recover,
+        )
     finally:
-        pool.shutdown(wait=True, cancel_futures=True)
-
-
-class Executor(Protocol):
-    """Where videos are encoded: this machine's processes (LocalPool) or a Ray cluster
-    (actrec.data.prepare.ray_executor.RayExecutor). Either hands the results back in task
-    order, so the shards written from them are the same bytes."""
-
-    def check_nodes(self, paths: Sequence[str]) -> None:
-        """Raise ClusterError when a machine that will encode cannot read `paths`."""
-
-    def encode_in_order(
-        self, tasks: Iterable[VideoTask], settings: PrepareSettings
-    ) -> Iterator[VideoResult]:
-        """Yield encode_video(task) for every task, in task order."""
+        pools[0].shutdown(wait=True, cancel_futures=True)
 
 
 @dataclass(frozen=True)
 class LocalPool:
-    """`workers` processes of this machine (encode_in_order); it reads what the listing read."""
+    """`workers` processes of this machine (encode_in_order); it reads what the listing
+    read."""
 
     workers: int
 
@@ -145,3 +137,15 @@ class LocalPool:
         self, tasks: Iterable[VideoTask], settings: PrepareSettings
     ) -> Iterator[VideoResult]:
         return encode_in_order(tasks, settings, self.workers)
+
+
+@contextlib.contextmanager
+def _open(workers: int) -> Iterator[LocalPool]:
+    yield LocalPool(workers)
+
+
+EXECUTOR = ExecutorKind(
+    name="local",
+    summary="this machine's processes (--workers of them)",
+    open=_open,
+)
