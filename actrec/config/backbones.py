@@ -33,7 +33,24 @@ from actrec.errors import ConfigError
 KERAS_APPLICATIONS_URL = "https://storage.googleapis.com/tensorflow/keras-applications/"
 EFFICIENTNET_URL = "https://storage.googleapis.com/keras-applications/"
 
-PREPROCESSING_MODES = ("caffe", "tf", "torch", "none", "tsm", "mmaction2")
+
+@dataclass(frozen=True)
+class SourceNormalisation:
+    """How a published source normalised its input: RGB as keras.applications' mode
+    `rgb_as`, flow as (x - flow_mean) / flow_std (flow_std None: `rgb_as`'s flow scale)."""
+
+    rgb_as: str
+    flow_mean: float
+    flow_std: float | None = None
+
+
+SOURCE_NORMALISATIONS = {
+    "tsm": SourceNormalisation("torch", 127.5),
+    "mmaction2": SourceNormalisation("torch", 128.0, 128.0),
+}
+"""The published sources' preprocessing modes (actrec.published.sources: each source's
+`preprocessing` names one)."""
+PREPROCESSING_MODES = ("caffe", "tf", "torch", "none", *SOURCE_NORMALISATIONS)
 """How frames in [0, 255] RGB become backbone input (keras.applications' own modes, then
 those of the published PyTorch video models):
 

@@ -80,3 +80,25 @@ def overridden_settings(settings: list[str] | tuple[str, ...]) -> frozenset[str]
         section, key, _ = _parsed_override(setting)
         names.add(section if key is None else f"{section}.{key}")
     return frozenset(names)
+
+
+def setting_value(recipe: Recipe, setting: str) -> Any:
+    """The value of `setting` ("section.key") in `recipe`."""
+    section, key = setting.split(".")
+    return getattr(getattr(recipe, section), key)
+
+
+def with_settings(recipe: Recipe, values: dict[str, Any]) -> Recipe:
+    """`recipe` with `values` ({"section.key": value}) set, unchecked (validate_recipe
+    checks the whole)."""
+    sections: dict[str, dict[str, Any]] = {}
+    for setting, value in values.items():
+        section, key = setting.split(".")
+        sections.setdefault(section, {})[key] = value
+    return dataclasses.replace(
+        recipe,
+        **{
+            section: dataclasses.replace(getattr(recipe, section), **changes)
+            for section, changes in sections.items()
+        },
+    )

@@ -166,6 +166,12 @@ class ModelConfig:
     )
 
 
+SHIFT_SETTINGS = ("model.shift_fraction", "model.shift_placement", "model.shift_direction")
+"""The temporal shift's settings: they hold no weights but shape what the weights compute,
+so a run started from another takes them from its source (actrec.train.start), and a
+published file's name or keys give them (actrec.published). The one list of them."""
+
+
 @dataclass(frozen=True)
 class TrainConfig:
     """Optimisation: the batch schedule, the learning rate and the synchronisation.

@@ -12,7 +12,7 @@ from __future__ import annotations
 import keras
 from keras import ops
 
-from actrec.config.backbones import PREPROCESSING_MODES
+from actrec.config.backbones import PREPROCESSING_MODES, SOURCE_NORMALISATIONS
 from actrec.config.choices import MODALITIES
 from actrec.errors import ConfigError
 
@@ -20,8 +20,6 @@ IMAGENET_MEAN_BGR_CAFFE = (103.939, 116.779, 123.68)
 IMAGENET_MEAN_RGB = (0.485, 0.456, 0.406)
 IMAGENET_STD_RGB = (0.229, 0.224, 0.225)
 FLOW_ZERO = 128.0
-MMACTION2_FLOW_MEAN = 128.0  # mmaction2's TSN flow configs: mean [128, 128], std [128, 128]
-MMACTION2_FLOW_STD = 128.0
 
 
 def channel_normalisation(mode: str, modality: str) -> tuple[bool, object, object]:
@@ -36,9 +34,13 @@ def channel_normalisation(mode: str, modality: str) -> tuple[bool, object, objec
         )
     if modality not in MODALITIES:
         raise ConfigError(f"unknown modality {modality!r}; choose one of: {', '.join(MODALITIES)}")
+    if mode in SOURCE_NORMALISATIONS:  # a published source's: TSM's, mmaction2's
+        source = SOURCE_NORMALISATIONS[mode]
+        if modality == "flow":
+            std = source.flow_std or channel_normalisation(source.rgb_as, "flow")[2]
+            return False, source.flow_mean, std
+        mode = source.rgb_as
     if modality == "rgb":
-        if mode in ("tsm", "mmaction2"):
-            mode = "torch"  # both normalise RGB as torchvision does
         if mode == "caffe":
             return True, IMAGENET_MEAN_BGR_CAFFE, 1.0
         if mode == "tf":
@@ -50,11 +52,6 @@ def channel_normalisation(mode: str, modality: str) -> tuple[bool, object, objec
                 tuple(255.0 * std for std in IMAGENET_STD_RGB),
             )
         return False, 0.0, 1.0
-    if mode == "tsm":
-        # TSM's code: flow / 255 - 0.5, over the mean ImageNet std (ops/models.py).
-        return False, 127.5, 255.0 * sum(IMAGENET_STD_RGB) / 3
-    if mode == "mmaction2":
-        return False, MMACTION2_FLOW_MEAN, MMACTION2_FLOW_STD
     # Flow: centred on 128 ("no motion"), scaled like the RGB input.
     if mode == "caffe":
         return False, FLOW_ZERO, 1.0

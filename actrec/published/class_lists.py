@@ -32,16 +32,11 @@ from pathlib import Path
 from actrec.errors import ConfigError
 
 CLASSES_FOLDER = Path(__file__).resolve().parent / "classes"
-CLASS_LISTS: tuple[str, ...] = (
-    "kinetics400",
-    "something-something-v2",
-    "jester",
-    "jester-mmaction2",
-    "ucf101",
-    "hmdb51",
-    "hmdb51-tsn",
+CLASS_LISTS: tuple[str, ...] = tuple(
+    sorted(path.stem for path in CLASSES_FOLDER.glob("*.txt")) or ("(none shipped)",)
 )
-"""The built-in class lists (file stems under classes/)."""
+"""The built-in class lists: the file stems under classes/ (a source's list is one file
+there; its source module maps its dataset names to them)."""
 COMMENT_PREFIX = "#"
 NUMBERED_LINE = re.compile(r"^(?P<number>\d+)\s+(?P<name>\S.*)$")
 CLASS_FILE_FORM = (

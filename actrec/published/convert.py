@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from actrec import __version__
+from actrec.config.recipe import SHIFT_SETTINGS
 from actrec.errors import ConfigError, OutputError
 from actrec.folder_kinds import create_parents, refuse_a_file_on_the_way, remove_created_parents
 from actrec.published.downloads import check_checkpoint_file
@@ -29,12 +30,38 @@ from actrec.published.file_names import (
     settings_from_file_name,
 )
 from actrec.published.layouts import PublishedNetwork, published_network
+from actrec.published.sources.registry import IMAGENET_CLASSES, source_named
 
 RECORD_KEY = "converted_from"
-IMAGENET_CLASSES = 1000
-DEFAULT_SEGMENTS = 8
-ONLINE_DEMO_CLASSES = {27: "jester"}
-"""The online demo's released model (mobilenetv2_jester_online.pth.tar): 27 Jester classes."""
+BASE_RECIPE = "tsm-kinetics400"
+"""The recipe a converted run's settings start from (TSM's Kinetics schedule)."""
+CONVERTED_SETTINGS = (
+    "model.backbone",
+    "data.modality",
+    "model.architecture",
+    *reversed(SHIFT_SETTINGS),  # direction, placement, fraction: run.json's order
+    "data.num_segments",
+    "data.new_length",
+    "data.sampling",
+)
+"""The recipe settings a conversion decides, each with its origin, in run.json's order."""
+DEFAULTS = {
+    "model.architecture": "tsn",  # no shift wrapper in the keys, none in the name
+    "model.shift_direction": "bidirectional",
+    "model.shift_placement": "blockres",
+    "data.num_segments": 8,
+    "data.sampling": "tsn",
+}
+"""Where neither the option, the tensors, the file name nor the source says; the rest
+(the shift's fraction) is BASE_RECIPE's."""
+OPTION_NAMES = {
+    "model.backbone": "backbone",
+    "data.modality": "modality",
+    "model.architecture": "architecture",
+    "model.shift_direction": "shift-direction",
+    "data.num_segments": "segments",
+}
+"""The `actrec pretrained convert` option of each setting a user may give."""
 SOURCE_FRAME_SIZES = {"kinetics400": "331", "something-something-v2": "256"}
 """Short side of TSM's extracted frames (tools/vid2img_kinetics.py: scale=-1:331;
 tools/vid2img_sthv2.py: scale=-1:256); 256 elsewhere."""
@@ -65,75 +92,67 @@ class Conversion:
     notes: tuple[str, ...] = field(default=())
 
 
-def _chosen(name: str, given, from_file, from_keys=None, default=None):
-    """(value, where it came from): the option, else the keys, else the file name, else the
-    default; an option that contradicts the keys is refused."""
-    if given is not None:
-        if from_keys is not None and given != from_keys:
-            raise ConfigError(
-                f"--{name} {given}: the checkpoint's tensors are a {from_keys} network "
-                f"(leave --{name} out)"
-            )
-        return given, "option"
-    if from_keys is not None:
-        return from_keys, "tensors"
-    if from_file is not None:
-        return from_file, "file name"
-    return default, "default"
+def _given(options: ConversionOptions) -> dict:
+    """The settings the user gave, by their dotted names."""
+    given = {
+        "model.backbone": options.backbone,
+        "data.modality": options.modality,
+        "model.architecture": options.architecture,
+        "model.shift_direction": options.shift_direction,
+        "data.num_segments": options.num_segments,
+    }
+    return {key: value for key, value in given.items() if value is not None}
 
 
-def _online_demo(network: PublishedNetwork) -> bool:
-    return network.layout == "mobilenet" and network.num_classes != IMAGENET_CLASSES
+def _from_tensors(network: PublishedNetwork) -> dict:
+    """What the keys and shapes say."""
+    said = {
+        "model.backbone": network.backbone,
+        "data.modality": "rgb" if network.input_channels == 3 else "flow",
+        "data.new_length": 1 if network.input_channels == 3 else network.input_channels // 2,
+    }
+    if network.shift_placement is not None:
+        said["model.architecture"] = "tsm"
+        said["model.shift_placement"] = network.shift_placement
+    return said
 
 
 def _settings(network: PublishedNetwork, named: NamedSettings, options: ConversionOptions):
-    """Every architecture and clip setting with its origin: {key: (value, origin)}."""
-    modality_from_keys = "rgb" if network.input_channels == 3 else "flow"
-    settings = {
-        "backbone": _chosen("backbone", options.backbone, None, network.backbone),
-        "modality": _chosen("modality", options.modality, named.modality, modality_from_keys),
-    }
-    # The shift has no weights: a TSM's tensors are a TSN's, so --architecture may differ
-    # from what the keys say (a shift wrapper) without contradicting them.
-    if options.architecture is not None:
-        settings["architecture"] = (options.architecture, "option")
-    elif network.shift_placement is not None:
-        settings["architecture"] = ("tsm", "tensors")
-    else:
-        settings["architecture"] = _chosen(
-            "architecture",
-            None,
-            named.architecture,
-            None,
-            "tsm" if _online_demo(network) else "tsn",
-        )
-    settings["shift_direction"] = _chosen(
-        "shift-direction",
-        options.shift_direction,
-        None,
-        None,
-        "online" if _online_demo(network) else "bidirectional",
-    )
-    settings["shift_placement"] = _chosen(
-        "placement", None, named.shift_placement, network.shift_placement, "blockres"
-    )
-    settings["shift_fraction"] = _chosen("shift", None, named.shift_fraction, None, 1 / 8)
-    settings["num_segments"] = _chosen(
-        "segments", options.num_segments, named.num_segments, None, DEFAULT_SEGMENTS
-    )
-    settings["new_length"] = (
-        (1, "tensors") if network.input_channels == 3 else (network.input_channels // 2, "tensors")
-    )
-    settings["sampling"] = ("dense", "file name") if named.dense else ("tsn", "default")
+    """Every setting of CONVERTED_SETTINGS with its origin, {dotted name: (value, origin)}:
+    the option, else the tensors, else the file name, else the source's default, else
+    DEFAULTS / BASE_RECIPE's value. An option that contradicts the tensors is refused, but
+    the architecture: the shift has no weights, so a TSM's tensors are a TSN's."""
+    from actrec.config.files import load_recipe
+    from actrec.config.overrides import setting_value
+
+    given, tensors = _given(options), _from_tensors(network)
+    source_defaults = source_named(network.layout).defaults(network)
+    base = load_recipe(BASE_RECIPE)
+    settings = {}
+    for key in CONVERTED_SETTINGS:
+        if key in given:
+            if key in tensors and given[key] != tensors[key] and key != "model.architecture":
+                option = OPTION_NAMES[key]
+                raise ConfigError(
+                    f"--{option} {given[key]}: the checkpoint's tensors are a {tensors[key]} "
+                    f"network (leave --{option} out)"
+                )
+            settings[key] = (given[key], "option")
+        elif key in tensors:
+            settings[key] = (tensors[key], "tensors")
+        elif key in named.settings:
+            settings[key] = (named.settings[key], "file name")
+        elif key in source_defaults:
+            settings[key] = (source_defaults[key], "default")
+        else:
+            settings[key] = (DEFAULTS.get(key, setting_value(base, key)), "default")
     return settings
 
 
 def _dataset(network: PublishedNetwork, named: NamedSettings) -> str | None:
     if named.dataset is not None:
         return named.dataset
-    if _online_demo(network):
-        return ONLINE_DEMO_CLASSES.get(network.num_classes)
-    return None
+    return source_named(network.layout).defaults(network).get("dataset")
 
 
 def _class_names(network, named, options, source: Path) -> tuple[tuple[str, ...], str]:
@@ -158,39 +177,28 @@ def _class_names(network, named, options, source: Path) -> tuple[tuple[str, ...]
 def _recipe(stem: str, settings: dict, network: PublishedNetwork, source_url: str):
     """The converted run's recipe: the source's clip and network, TSM's Kinetics schedule."""
     from actrec.config.files import load_recipe
+    from actrec.config.overrides import with_settings
     from actrec.config.validate import validate_recipe
 
     value = {key: chosen for key, (chosen, _) in settings.items()}
-    base = load_recipe("tsm-kinetics400")
-    segments = value["num_segments"]
-    data = replace(
-        base.data,
-        modality=value["modality"],
-        num_segments=segments,
-        new_length=value["new_length"],
-        crop_size=224,
-        scale_size=256,
-        sampling=value["sampling"],
-        frame_interval=max(1, TSM_DENSE_INTERVAL_FRAMES // segments),
-        scales=(1.0, 0.875, 0.75, 0.66) if value["modality"] == "rgb" else (1.0, 0.875, 0.75),
-    )
-    model = replace(
-        base.model,
-        architecture=value["architecture"],
-        backbone=value["backbone"],
-        weights="imagenet",  # where the source started; the run's weights are the file's
-        shift_fraction=value["shift_fraction"],
-        shift_placement=value["shift_placement"],
-        shift_direction=value["shift_direction"],
-        preprocessing="mmaction2" if network.layout == "mmaction2" else "tsm",
+    segments, modality = value["data.num_segments"], value["data.modality"]
+    recipe = with_settings(
+        load_recipe(BASE_RECIPE),
+        {
+            **value,
+            "data.crop_size": 224,
+            "data.scale_size": 256,
+            "data.frame_interval": max(1, TSM_DENSE_INTERVAL_FRAMES // segments),
+            "data.scales": (1.0, 0.875, 0.75, 0.66) if modality == "rgb" else (1.0, 0.875, 0.75),
+            "model.weights": "imagenet",  # where the source started; the run's are the file's
+            "model.preprocessing": source_named(network.layout).preprocessing,
+        },
     )
     recipe = replace(
-        base,
+        recipe,
         name=f"converted-{stem}",
         description=f"{stem}, converted from {network.layout}'s PyTorch checkpoint",
         reference=f"Converted by `actrec pretrained convert` from {source_url}",
-        data=data,
-        model=model,
     )
     validate_recipe(recipe)
     return recipe
@@ -260,7 +268,9 @@ def convert_checkpoint(
             "file_format": checkpoint.file_format,
             "layout": network.layout,
             "classes": classes_from,
-            "settings": {key: {"value": v, "from": o} for key, (v, o) in settings.items()},
+            "settings": {
+                key.partition(".")[2]: {"value": v, "from": o} for key, (v, o) in settings.items()
+            },
             "metadata": checkpoint.metadata,
         },
     }
@@ -270,15 +280,18 @@ def convert_checkpoint(
 
 def _notes(network: PublishedNetwork, settings: dict) -> tuple[str, ...]:
     notes = []
-    if network.layout == "torchvision" or (
-        network.layout == "mobilenet" and network.num_classes == IMAGENET_CLASSES
+    if (
+        source_named(network.layout).imagenet_classifiers
+        and network.num_classes == IMAGENET_CLASSES
     ):
         notes.append(
             "an ImageNet classifier: start a video model from it with `actrec train "
             "--init-from` (the classifier is replaced), or install it as the backbone's "
             "ImageNet weights with `actrec pretrained import`"
         )
-    defaults = [key for key, (_, origin) in settings.items() if origin == "default"]
+    defaults = [
+        key.partition(".")[2] for key, (_, origin) in settings.items() if origin == "default"
+    ]
     if defaults:
         notes.append(f"not said by the file, defaults used: {', '.join(sorted(defaults))}")
     return tuple(notes)

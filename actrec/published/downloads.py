@@ -11,34 +11,24 @@ from __future__ import annotations
 from pathlib import Path
 
 from actrec.errors import ConfigError, WeightsError
-from actrec.published.file_names import settings_from_file_name
+from actrec.published.sources.registry import PublishedSource, published_sources
 
-TSM_MODELS_URL = "https://hanlab18.mit.edu/projects/tsm/models/"
-MMACTION2_MODELS_URL = "https://download.openmmlab.com/mmaction/v1.0/recognition/"
-ONLINE_DEMO_FILE = "mobilenetv2_jester_online.pth.tar"
-"""TSM's online demo model (online_demo/ of mit-han-lab/temporal-shift-module)."""
 MODEL_ZOO_PAGE = "docs/model-zoo.md"
 
 
-def video_checkpoint_source(name: str) -> str | None:
-    """ "tsm" or "mmaction2" when the file name `name` is one of theirs (a published video
-    model), else None."""
-    if name == ONLINE_DEMO_FILE:
-        return "tsm"
-    return settings_from_file_name(name).source
+def video_checkpoint_source(name: str) -> PublishedSource | None:
+    """The source whose published video model the file name `name` is, else None."""
+    for source in published_sources():
+        if source.download_hint(name) is not None:
+            return source
+    return None
 
 
 def download_hint(name: str) -> str | None:
     """Where to download the published file `name`, None when its name is not a published
     one."""
     source = video_checkpoint_source(name)
-    if name == ONLINE_DEMO_FILE:
-        return "TSM's online demo (mit-han-lab/temporal-shift-module, online_demo/) downloads it"
-    if source == "tsm":
-        return f"download it from {TSM_MODELS_URL}{name}"
-    if source == "mmaction2":
-        return f"download it from mmaction2's model zoo under {MMACTION2_MODELS_URL}"
-    return None
+    return None if source is None else source.download_hint(name)
 
 
 def check_checkpoint_file(path: Path | str) -> None:
@@ -61,8 +51,7 @@ def refuse_video_checkpoint_import(path: Path | str) -> None:
     source = video_checkpoint_source(path.name)
     if source is None:
         return
-    who = "TSM's" if source == "tsm" else "mmaction2's"
     raise ConfigError(
-        f"{path.name} is {who} published video model, not a backbone's ImageNet weights; "
+        f"{path.name} is {source.title} published video model, not a backbone's ImageNet weights; "
         f"convert it into a run folder: actrec pretrained convert {path} --out runs/NAME"
     )

@@ -28,9 +28,11 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass, replace
 
+from actrec.config.overrides import setting_value
+from actrec.config.recipe import SHIFT_SETTINGS
+
 RECORD_KEY = "initialised_from"
 """run.json's key for the starting point (actrec.train.start.starting_point.StartingPoint)."""
-SHIFT_SETTINGS = ("model.shift_fraction", "model.shift_placement", "model.shift_direction")
 PREPROCESSING_SETTING = "model.preprocessing"
 BACKBONE_SETTING = "model.backbone"
 INHERITED_SETTINGS = (BACKBONE_SETTING, *SHIFT_SETTINGS, PREPROCESSING_SETTING)
@@ -114,7 +116,9 @@ def source_settings(recipe, source_recipe, given: Collection[str] = ()) -> Sourc
     how it differs. `given`: the "section.key" settings the command line gave (kept as
     given, a differing one warned)."""
     inherited = tuple(
-        InheritedSetting(setting, _value(source_recipe, setting), _value(recipe, setting))
+        InheritedSetting(
+            setting, setting_value(source_recipe, setting), setting_value(recipe, setting)
+        )
         for setting in _inheritable(recipe, source_recipe)
         if setting not in given and _resolved(recipe, setting) != _resolved(source_recipe, setting)
     )
@@ -162,11 +166,6 @@ def _inheritable(recipe, source_recipe) -> tuple[str, ...]:
     return (BACKBONE_SETTING, *(SHIFT_SETTINGS if both_tsm else ()), PREPROCESSING_SETTING)
 
 
-def _value(recipe, setting: str):
-    section, key = setting.split(".")
-    return getattr(getattr(recipe, section), key)
-
-
 def _resolved(recipe, setting: str):
     """The value that takes effect: the evaluation scale and the preprocessing resolved,
     frame_interval only for dense sampling, new_length only for flow."""
@@ -182,7 +181,7 @@ def _resolved(recipe, setting: str):
         return None
     if setting == "data.new_length" and recipe.data.modality != "flow":
         return None
-    value = _value(recipe, setting)
+    value = setting_value(recipe, setting)
     return tuple(value) if isinstance(value, list) else value
 
 

@@ -1,0 +1,111 @@
+"""The published-source registry (actrec.published.sources): each source's contract is
+complete, each recognises its own keys and no other source claims them, a ResNet's depth
+comes from every stage's block count, and a conversion's settings follow one precedence
+(option > tensors > file name > the source's default > actrec's)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from actrec.errors import ConfigError, WeightsError
+from actrec.published.file_names import NamedSettings, settings_from_file_name
+from actrec.published.layouts import published_network
+from actrec.published.sources.registry import PublishedSource, published_sources
+
+KEYS = {
+    "tsm": ["base_model.conv1.weight", "base_model.layer1.0.conv1.net.weight", "new_fc.weight"],
+    "mmaction2": ["backbone.conv1.conv.weight", "cls_head.fc_cls.weight"],
+    "torchvision": ["conv1.weight", "bn1.weight", "layer1.0.conv1.weight", "fc.weight"],
+    "mobilenet": ["features.0.0.weight", "features.1.conv.0.weight", "classifier.weight"],
+}
+"""Each source's keys, as its files hold them (DataParallel's `module.` removed)."""
+
+
+def test_every_source_is_registered_with_a_complete_contract():
+    sources = published_sources()
+    assert {source.name for source in sources} == set(KEYS)
+    for source in sources:
+        assert isinstance(source, PublishedSource)
+        for item in dataclasses.fields(source):
+            assert getattr(source, item.name) is not None, (source.name, item.name)
+        assert source.title and source.key_form
+        assert source.module_name("conv1") == "conv1" or source.name == "mmaction2"
+
+
+@pytest.mark.parametrize("name", sorted(KEYS))
+def test_each_source_claims_its_keys_and_no_other_does(name):
+    claims = [source.name for source in published_sources() if source.claims(KEYS[name])]
+    assert claims == [name]
+
+
+def test_the_classifier_of_every_source_is_one_module():
+    for source in published_sources():
+        classifier_key = next(
+            key for key in KEYS[source.name] if "fc" in key or "classifier" in key
+        )
+        module = classifier_key.rpartition(".")[0]
+        assert source.module_name(module) == "classifier", source.name
+
+
+def _resnet(blocks: tuple[int, ...], bottleneck: bool = True) -> dict[str, np.ndarray]:
+    """A torchvision ResNet's state dict, one small tensor per module."""
+    convs = (1, 2, 3) if bottleneck else (1, 2)
+    state = {"conv1.weight": np.zeros((8, 3, 7, 7)), "fc.weight": np.zeros((1000, 8))}
+    for stage, count in enumerate(blocks, start=1):
+        for block in range(count):
+            for index in convs:
+                state[f"layer{stage}.{block}.conv{index}.weight"] = np.zeros((8, 8, 1, 1))
+    return state
+
+
+def test_the_depth_comes_from_every_stage_and_the_block_kind():
+    assert published_network(_resnet((3, 4, 6, 3))).backbone == "resnet50_torchvision"
+    assert published_network(_resnet((3, 4, 23, 3))).backbone == "resnet101_torchvision"
+    # ResNet-34 shares ResNet-50's layer3 (6 blocks): its blocks are basic ones
+    with pytest.raises(WeightsError, match=r"basic \(two-convolution\) blocks, \(3, 4, 6, 3\)"):
+        _ = published_network(_resnet((3, 4, 6, 3), bottleneck=False)).backbone
+    # ResNet-152: (3, 8, 36, 3)
+    with pytest.raises(WeightsError, match=r"bottleneck blocks, \(3, 8, 36, 3\) per stage"):
+        _ = published_network(_resnet((3, 8, 36, 3))).backbone
+
+
+def test_file_names_are_read_by_their_source_alone():
+    tsm = settings_from_file_name("TSM_kinetics_RGB_resnet50_shift8_blockres_avg_segment8_e50.pth")
+    assert tsm.source == "tsm" and tsm.settings["model.shift_fraction"] == 0.125
+    assert settings_from_file_name("resnet50-0676ba61.pth") == NamedSettings()
+    for source in published_sources():
+        for name in ("resnet50-0676ba61.pth", "my_model.pth"):
+            assert source.named_settings(name) is None and source.download_hint(name) is None
+
+
+def test_a_conversion_s_settings_follow_one_precedence():
+    from actrec.published.convert import ConversionOptions, _settings
+
+    network = published_network(
+        {
+            "base_model.conv1.weight": np.zeros((64, 3, 7, 7)),
+            "base_model.layer1.0.conv3.weight": np.zeros((8, 8, 1, 1)),
+            "base_model.layer1.0.conv1.net.weight": np.zeros((8, 8, 1, 1)),
+            **{
+                f"base_model.layer{stage}.{block}.conv3.weight": np.zeros((8, 8, 1, 1))
+                for stage, count in enumerate((3, 4, 6, 3), start=1)
+                for block in range(count)
+            },
+            "new_fc.weight": np.zeros((400, 8)),
+        }
+    )
+    named = settings_from_file_name("TSM_kinetics_Flow_resnet50_shift4_block_avg_segment16_e50.pth")
+    settings = _settings(network, named, ConversionOptions(num_segments=4))
+    assert settings["data.num_segments"] == (4, "option")  # over the name's 16
+    assert settings["data.modality"] == ("rgb", "tensors")  # over the name's flow
+    assert settings["model.shift_placement"] == ("blockres", "tensors")  # over the name's block
+    assert settings["model.shift_fraction"] == (0.25, "file name")
+    assert settings["model.shift_direction"] == ("bidirectional", "default")
+    with pytest.raises(ConfigError, match=r"--modality flow: the checkpoint's tensors are a rgb"):
+        _settings(network, named, ConversionOptions(modality="flow"))
+    # the architecture has no weights: an option may make the TSM's tensors a TSN
+    tsn = _settings(network, named, ConversionOptions(architecture="tsn"))
+    assert tsn["model.architecture"] == ("tsn", "option")
