@@ -126,3 +126,52 @@ def test_the_check_sees_imports_inside_functions_and_relative_imports(tmp_path):
         "actrec.high -> actrec.low (actrec/high/user.py:1) ; "
         "actrec.low -> actrec.high (actrec/low/base.py:5)"
     ]
+
+
+def _code_files_naming(word: str) -> list[str]:
+    """The code files of actrec/ and cli/ whose code (docstrings and comments aside) holds
+    `word` as a string or as a name."""
+    found = []
+    for path in sorted([*(REPO_ROOT / "actrec").rglob("*.py"), *(REPO_ROOT / "cli").rglob("*.py")]):
+        tree = ast.parse(path.read_text())
+        docstrings = {
+            id(node.body[0].value)
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+            and node.body
+            and isinstance(node.body[0], ast.Expr)
+            and isinstance(node.body[0].value, ast.Constant)
+        }
+        for node in ast.walk(tree):
+            names = {
+                getattr(node, "id", None),
+                getattr(node, "attr", None),
+                getattr(node, "arg", None),
+            }
+            text = node.value if isinstance(node, ast.Constant) else None
+            if word in names or (
+                isinstance(text, str) and id(node) not in docstrings and word in text.split(".")
+            ):
+                found.append(path.relative_to(REPO_ROOT).as_posix())
+                break
+    return found
+
+
+def test_a_setting_and_a_source_are_named_in_few_code_files():
+    """Issue 53: the shift's settings are said once (actrec.config.recipe.SHIFT_SETTINGS), a
+    published source in its module (actrec.published.sources) and the preprocessing table."""
+    assert _code_files_naming("shift_fraction") == [
+        "actrec/config/recipe.py",
+        "actrec/models/segment_model.py",
+        "actrec/published/sources/tsm.py",
+    ]
+    assert _code_files_naming("mmaction2") == [
+        "actrec/config/backbones.py",
+        "actrec/published/sources/mmaction2.py",
+    ]
+
+
+def test_train_s_top_holds_its_entry_and_rooms():
+    top = sorted(path.name for path in (REPO_ROOT / "actrec" / "train").iterdir())
+    modules = [name for name in top if name.endswith(".py")]
+    assert len(modules) <= 12 and "run.py" in modules, modules
