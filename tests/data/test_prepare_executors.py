@@ -4,12 +4,18 @@ tests/data/test_prepare.py's (local) and tests/data/test_prepare_ray.py's (Ray).
 
 from __future__ import annotations
 
+import importlib
+import inspect
 import subprocess
 import sys
+import typing
+from pathlib import Path
 
 import pytest
 
 from actrec.data.prepare.executors.registry import (
+    ExecutorKind,
+    ExecutorOption,
     checked_options,
     executor_kind,
     executor_names,
@@ -29,6 +35,38 @@ def test_the_cli_offers_the_registry_s_executors_and_their_options():
         for option in kind.options:
             assert option.name in parameters, (name, option.name)
             assert f"With --executor {name}" in parameters[option.name].help
+
+
+@pytest.mark.parametrize("name", executor_names())
+def test_every_executor_module_provides_the_contract(name):
+    kind = importlib.import_module(f"actrec.data.prepare.executors.{name}").EXECUTOR
+    assert isinstance(kind, ExecutorKind) and kind.name == name
+    assert kind.summary and "\n" not in kind.summary  # one line: --executor's help
+    assert all(isinstance(option, ExecutorOption) and option.help for option in kind.options)
+    opener = inspect.unwrap(kind.open)
+    parameters = inspect.signature(opener).parameters
+    assert next(iter(parameters)) == "workers", name
+    for option in kind.options:  # passed by name, None when not given
+        assert parameters[option.name].default is None, (name, option.name)
+    # What `open` yields (its annotation, Iterator[AnExecutor]) has the Executor's methods,
+    # checked without starting it (a Ray would start).
+    (executor_class,) = typing.get_args(typing.get_type_hints(opener)["return"])
+    for method in ("check_nodes", "encode_in_order"):
+        assert callable(getattr(executor_class, method, None)), (name, method)
+
+
+def test_docs_cluster_lists_every_executor_and_its_options():
+    page = (Path(__file__).parents[2] / "docs" / "cluster.md").read_text(encoding="utf-8")
+    table = page.split("| `--executor` | where videos are encoded | its options |", 1)[1]
+    rows = {}
+    for line in table.splitlines()[2:]:
+        if not line.startswith("| `"):
+            break
+        rows[line.split("`")[1]] = line
+    assert tuple(rows) == executor_names()
+    for name in executor_names():
+        for option in executor_kind(name).options:
+            assert f"`--{option.name}" in rows[name], (name, option.name)
 
 
 def test_reading_the_registry_imports_neither_opencv_nor_ray_nor_tensorflow():
@@ -57,8 +95,11 @@ class Recorder:
     """Plain-Python submit / collect for the loop: records how many tasks are in flight."""
 
     def __init__(self, fail_on=None, lose_window_on=None):
-        self.in_flight, self.most_in_flight, self.submitted = 0, 0, []
+        self.in_flight, self.most_in_flight, self.submitted, self.cancelled = 0, 0, [], []
         self.fail_on, self.lose_window_on = fail_on, lose_window_on
+
+    def cancel(self, handle):
+        self.cancelled.append(handle)
 
     def submit(self, task):
         self.submitted.append(task)
@@ -86,10 +127,30 @@ def test_the_loop_keeps_task_order_and_at_most_limit_in_flight():
 
 def test_a_task_s_error_stops_the_loop():
     recorder = Recorder(fail_on=4)
-    results = results_in_order(range(20), recorder.submit, recorder.collect, limit=3)
+    results = results_in_order(
+        range(20), recorder.submit, recorder.collect, limit=3, cancel=recorder.cancel
+    )
     with pytest.raises(ValueError, match="task 4 failed"):
         list(results)
     assert recorder.submitted == list(range(7))  # nothing submitted past the window
+    assert recorder.cancelled == [50, 60]  # the rest of the window, before the error
+    uncancellable = Recorder(fail_on=0)  # without `cancel` the error still comes through
+    with pytest.raises(ValueError, match="task 0 failed"):
+        list(results_in_order(range(3), uncancellable.submit, uncancellable.collect, limit=2))
+
+
+def test_a_failing_submit_cancels_what_is_in_flight():
+    recorder = Recorder()
+
+    def submit(task):
+        if task == 2:
+            raise OSError("cannot submit task 2")
+        return recorder.submit(task)
+
+    results = results_in_order(range(5), submit, recorder.collect, limit=4, cancel=recorder.cancel)
+    with pytest.raises(OSError, match="cannot submit task 2"):
+        list(results)
+    assert recorder.cancelled == [0, 10]
 
 
 def test_a_lost_window_is_submitted_again_and_its_oldest_task_recovered_alone():

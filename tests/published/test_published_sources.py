@@ -109,3 +109,19 @@ def test_a_conversion_s_settings_follow_one_precedence():
     # the architecture has no weights: an option may make the TSM's tensors a TSN
     tsn = _settings(network, named, ConversionOptions(architecture="tsn"))
     assert tsn["model.architecture"] == ("tsn", "option")
+
+
+def test_a_missing_mmaction2_file_is_named_with_its_whole_url():
+    """The URLs mmaction2's READMEs link (1.x and 0.x), built from the file name alone."""
+    from actrec.published.downloads import download_hint
+
+    new = "tsm_imagenet-pretrained-r50_8xb16-1x1x8-50e_kinetics400-rgb_20220831-64d69186.pth"
+    assert download_hint(new) == (
+        "download it from https://download.openmmlab.com/mmaction/v1.0/recognition/tsm/"
+        f"tsm_imagenet-pretrained-r50_8xb16-1x1x8-50e_kinetics400-rgb/{new}"
+    )
+    old = "tsn_r50_320p_1x1x3_110e_kinetics400_flow_20200705-3036bab6.pth"
+    assert download_hint(old) == (
+        "download it from https://download.openmmlab.com/mmaction/recognition/tsn/"
+        f"tsn_r50_320p_1x1x3_110e_kinetics400_flow/{old}"
+    )

@@ -22,6 +22,12 @@ from actrec.published.sources.registry import PublishedSource, strip_prefix
 
 NAME = "mmaction2"
 MODELS_URL = "https://download.openmmlab.com/mmaction/v1.0/recognition/"
+OLD_MODELS_URL = "https://download.openmmlab.com/mmaction/recognition/"
+"""Where its 1.x files live (names with `NxbM`, e.g. 8xb16), and its 0.x files: each under
+ARCHITECTURE/CONFIG/, CONFIG being the file name without its `_DATE-HASH.pth` (its READMEs'
+checkpoint links)."""
+_CONFIG = re.compile(r"^(?P<config>.+)_\d{8}-[0-9a-f]{8}\.pth$")
+_NEW_GENERATION = re.compile(r"[_-]\d+xb\d+[_-]")
 _STEM = {"conv1.conv": "conv1", "conv1.bn": "bn1"}
 _BLOCK = re.compile(r"^(layer\d\.\d+)\.(conv(\d))\.(conv|bn)$")
 _DOWNSAMPLE = re.compile(r"^(layer\d\.\d+)\.downsample\.(conv|bn)$")
@@ -80,10 +86,25 @@ def _named_settings(name: str) -> NamedSettings | None:
     )
 
 
+def download_url(name: str) -> str | None:
+    """The URL of its published file `name`, None when the name does not say it."""
+    config = _CONFIG.match(name)
+    if not _is_its_name(name) or config is None:
+        return None
+    base = MODELS_URL if _NEW_GENERATION.search(name) else OLD_MODELS_URL
+    architecture = _ARCHITECTURE.match(name).group("architecture").lower()
+    return f"{base}{architecture}/{config.group('config')}/{name}"
+
+
 def _download_hint(name: str) -> str | None:
     if not _is_its_name(name):
         return None
-    return f"download it from {NAME}'s model zoo under {MODELS_URL}"
+    url = download_url(name)
+    return (
+        f"download it from {url}"
+        if url
+        else f"download it from {NAME}'s model zoo under {MODELS_URL}"
+    )
 
 
 SOURCE = PublishedSource(

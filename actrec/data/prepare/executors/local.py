@@ -15,7 +15,7 @@ import multiprocessing
 import os
 import signal
 from collections.abc import Iterable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -118,6 +118,7 @@ def encode_in_order(
             collect,
             workers * TASKS_IN_FLIGHT_PER_WORKER,
             recover,
+            cancel=Future.cancel,  # those not started; shutdown waits for the running ones
         )
     finally:
         pools[0].shutdown(wait=True, cancel_futures=True)

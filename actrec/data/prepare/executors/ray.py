@@ -339,7 +339,7 @@ class RayExecutor:
                 )
 
         yield from results_in_order(
-            tasks, lambda task: encode.remote(task, settings), collect, limit
+            tasks, lambda task: encode.remote(task, settings), collect, limit, cancel=ray.cancel
         )
 
 

@@ -39,7 +39,8 @@ class Executor(Protocol):
     def encode_in_order(
         self, tasks: Iterable[VideoTask], settings: PrepareSettings
     ) -> Iterator[VideoResult]:
-        """Yield encode_video(task) for every task, in task order."""
+        """Yield encode_video(task) for every task, in task order (in_flight.results_in_order,
+        which cancels the rest when a task's error stops it)."""
 
 
 @dataclass(frozen=True)
@@ -57,7 +58,8 @@ class ExecutorKind:
 
     open(workers, **options) -> a context manager giving the Executor of one preparation
     (`workers`: the CPUs it may use on this machine; options: its ExecutorOptions by name,
-    None when not given), cleaned up on exit.
+    None when not given), cleaned up on exit; its return is annotated Iterator[TheExecutor]
+    (tests/data/test_prepare_executors.py reads the executor's class from it).
     """
 
     name: str
