@@ -30,7 +30,7 @@ from actrec.published.file_names import (
     settings_from_file_name,
 )
 from actrec.published.layouts import PublishedNetwork, published_network
-from actrec.published.sources.registry import IMAGENET_CLASSES, source_named
+from actrec.published.sources.registry import IMAGENET_CLASSES
 
 RECORD_KEY = "converted_from"
 BASE_RECIPE = "tsm-kinetics400"
@@ -118,41 +118,41 @@ def _from_tensors(network: PublishedNetwork) -> dict:
 
 
 def _settings(network: PublishedNetwork, named: NamedSettings, options: ConversionOptions):
-    """Every setting of CONVERTED_SETTINGS with its origin, {dotted name: (value, origin)}:
-    the option, else the tensors, else the file name, else the source's default, else
-    DEFAULTS / BASE_RECIPE's value. An option that contradicts the tensors is refused, but
-    the architecture: the shift has no weights, so a TSM's tensors are a TSN's."""
+    """Every setting of CONVERTED_SETTINGS with its origin, {dotted name: (value, origin)},
+    from the first record that says it, in one order: the option, the tensors, the file
+    name, the source's default, DEFAULTS, BASE_RECIPE's value. An option that contradicts
+    the tensors is refused, but the architecture: the shift has no weights, so a TSM's
+    tensors are a TSN's."""
     from actrec.config.files import load_recipe
     from actrec.config.overrides import setting_value
 
     given, tensors = _given(options), _from_tensors(network)
-    source_defaults = source_named(network.layout).defaults(network)
     base = load_recipe(BASE_RECIPE)
-    settings = {}
-    for key in CONVERTED_SETTINGS:
-        if key in given:
-            if key in tensors and given[key] != tensors[key] and key != "model.architecture":
-                option = OPTION_NAMES[key]
-                raise ConfigError(
-                    f"--{option} {given[key]}: the checkpoint's tensors are a {tensors[key]} "
-                    f"network (leave --{option} out)"
-                )
-            settings[key] = (given[key], "option")
-        elif key in tensors:
-            settings[key] = (tensors[key], "tensors")
-        elif key in named.settings:
-            settings[key] = (named.settings[key], "file name")
-        elif key in source_defaults:
-            settings[key] = (source_defaults[key], "default")
-        else:
-            settings[key] = (DEFAULTS.get(key, setting_value(base, key)), "default")
-    return settings
+    records = (
+        ("option", given),
+        ("tensors", tensors),
+        ("file name", named.settings),
+        ("default", network.source.defaults(network)),
+        ("default", DEFAULTS),
+        ("default", {key: setting_value(base, key) for key in CONVERTED_SETTINGS}),
+    )
+    for key, value in given.items():
+        if key in tensors and value != tensors[key] and key != "model.architecture":
+            option = OPTION_NAMES[key]
+            raise ConfigError(
+                f"--{option} {value}: the checkpoint's tensors are a {tensors[key]} network "
+                f"(leave --{option} out)"
+            )
+    return {
+        key: next((said[key], origin) for origin, said in records if key in said)
+        for key in CONVERTED_SETTINGS
+    }
 
 
 def _dataset(network: PublishedNetwork, named: NamedSettings) -> str | None:
     if named.dataset is not None:
         return named.dataset
-    return source_named(network.layout).defaults(network).get("dataset")
+    return network.source.defaults(network).get("dataset")
 
 
 def _class_names(network, named, options, source: Path) -> tuple[tuple[str, ...], str]:
@@ -191,7 +191,7 @@ def _recipe(stem: str, settings: dict, network: PublishedNetwork, source_url: st
             "data.frame_interval": max(1, TSM_DENSE_INTERVAL_FRAMES // segments),
             "data.scales": (1.0, 0.875, 0.75, 0.66) if modality == "rgb" else (1.0, 0.875, 0.75),
             "model.weights": "imagenet",  # where the source started; the run's are the file's
-            "model.preprocessing": source_named(network.layout).preprocessing,
+            "model.preprocessing": network.source.preprocessing,
         },
     )
     recipe = replace(
@@ -280,10 +280,7 @@ def convert_checkpoint(
 
 def _notes(network: PublishedNetwork, settings: dict) -> tuple[str, ...]:
     notes = []
-    if (
-        source_named(network.layout).imagenet_classifiers
-        and network.num_classes == IMAGENET_CLASSES
-    ):
+    if network.source.imagenet_classifiers and network.num_classes == IMAGENET_CLASSES:
         notes.append(
             "an ImageNet classifier: start a video model from it with `actrec train "
             "--init-from` (the classifier is replaced), or install it as the backbone's "

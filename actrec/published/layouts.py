@@ -1,12 +1,14 @@
 """A published PyTorch state dict brought to one spelling (actrec.published.module_names)
 with what its keys say of the network.
 
-Which source a state dict is, and its module names in actrec's spelling, are the source's
-(actrec.published.sources: TSM's repository, mmaction2, torchvision, TSM's MobileNetV2). The
-keys also say whether and where a temporal shift sits (its wrapper's `.net`: on a block's
-first convolution, "blockres", or on the whole block, "block"), the depth of a ResNet (every
-stage's block count) and the input channels (3 for RGB, 2L for flow). Weights are numpy
-arrays in PyTorch's layout; actrec.published.weights maps them onto a Keras model.
+Which source a state dict is, its module names in actrec's spelling and the backbone each
+network family loads into are the source's (actrec.published.sources: TSM's repository,
+mmaction2, torchvision, TSM's MobileNetV2); the family's first convolution tells the family
+(actrec.published.module_names.FAMILIES). The keys also say whether and where a temporal
+shift sits (its wrapper's `.net`: on a block's first convolution, "blockres", or on the
+whole block, "block"), the depth of a ResNet (every stage's block count) and the input
+channels (3 for RGB, 2L for flow). Weights are numpy arrays in PyTorch's layout;
+actrec.published.weights maps them onto a Keras model.
 """
 
 from __future__ import annotations
@@ -17,11 +19,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from actrec.errors import WeightsError
-from actrec.published.module_names import CLASSIFIER_MODULE
-from actrec.published.sources.registry import source_of_keys, strip_prefix
+from actrec.published.module_names import CLASSIFIER_MODULE, FAMILIES, family_of
+from actrec.published.sources.registry import PublishedSource, source_of_keys, strip_prefix
 
 IGNORED_PARAMETERS = ("num_batches_tracked",)
-_BLOCK_SHIFT = re.compile(r"^(layer\d\.\d+|features\.\d+)$")
 _RESNET_BLOCK = re.compile(r"^layer(\d)\.(\d+)\.")
 RESNET_DEPTHS = {(3, 4, 6, 3): 50, (3, 4, 23, 3): 101}
 """Blocks of torchvision's layer1-layer4 (bottleneck blocks) -> ResNet depth."""
@@ -31,15 +32,16 @@ RESNET_DEPTHS = {(3, 4, 6, 3): 50, (3, 4, 23, 3): 101}
 class PublishedNetwork:
     """A published state dict brought to actrec's module spelling.
 
+    source: the registered source whose state dict it is (its name is `layout`).
     modules: module path -> {parameter name: array in PyTorch's layout}.
-    family: "resnet" or "mobilenet_v2"; depth: 50 / 101 for a ResNet (read from every
-    stage's block count when asked: WeightsError for a ResNet actrec does not build), else
-    None.
+    family: "resnet" or "mobilenet_v2" (actrec.published.module_names.FAMILIES); depth:
+    50 / 101 for a ResNet (read from every stage's block count when asked: WeightsError for
+    a ResNet actrec does not build), else None; backbone: the source's for the family.
     shift_placement: "blockres", "block", or None when no module is shifted.
     shifted_modules: the modules that had a shift wrapper (`.net`), in actrec's spelling.
     """
 
-    layout: str
+    source: PublishedSource
     family: str
     modules: dict[str, dict[str, np.ndarray]]
     input_channels: int
@@ -48,15 +50,18 @@ class PublishedNetwork:
     shifted_modules: tuple[str, ...] = field(default=())
 
     @property
+    def layout(self) -> str:
+        """The source's name, as a converted run's run.json records it."""
+        return self.source.name
+
+    @property
     def depth(self) -> int | None:
         return _resnet_depth(self.modules) if self.family == "resnet" else None
 
     @property
     def backbone(self) -> str:
-        """actrec's backbone name for this network."""
-        if self.family == "mobilenet_v2":
-            return "mobilenet_v2_tsm"
-        return f"resnet{self.depth}_torchvision"
+        """actrec's backbone name for this network (its source's, for its family)."""
+        return self.source.backbone(self.family, self.depth)
 
 
 def detect_layout(keys: list[str]) -> str:
@@ -74,10 +79,10 @@ def _unwrapped(module: str) -> tuple[str, str | None]:
     return ".".join(parts[:index] + parts[index + 1 :]), ".".join(parts[:index])
 
 
-def _placement(wrapped: str) -> str:
-    """Where a shift wrapper around `wrapped` (actrec's spelling) sits: a whole block, or
-    a block's first convolution (any other module counts as that too)."""
-    return "block" if _BLOCK_SHIFT.match(wrapped) else "blockres"
+def _placement(wrapped: str, family: str) -> str:
+    """Where a shift wrapper around `wrapped` (actrec's spelling) sits: a whole block of
+    `family`, or a block's first convolution (any other module counts as that too)."""
+    return "block" if FAMILIES[family].block.match(wrapped) else "blockres"
 
 
 def published_network(state_dict: dict[str, np.ndarray]) -> PublishedNetwork:
@@ -86,7 +91,7 @@ def published_network(state_dict: dict[str, np.ndarray]) -> PublishedNetwork:
     keys = {strip_prefix(key, "module."): value for key, value in state_dict.items()}
     source = source_of_keys(list(keys))
     modules: dict[str, dict[str, np.ndarray]] = {}
-    placements, shifted = set(), []
+    wrappers, shifted = set(), []
     for key, value in keys.items():
         module, _, parameter = key.rpartition(".")
         if parameter in IGNORED_PARAMETERS:
@@ -94,17 +99,17 @@ def published_network(state_dict: dict[str, np.ndarray]) -> PublishedNetwork:
         module, wrapped = _unwrapped(module)
         name = source.module_name(module)
         if wrapped is not None:
-            placements.add(_placement(source.module_name(wrapped)))
+            wrappers.add(source.module_name(wrapped))
             shifted.append(name)
         modules.setdefault(name, {})[parameter] = np.asarray(value)
-    family = "mobilenet_v2" if "features.0.0" in modules else "resnet"
+    family = family_of(modules)
     return PublishedNetwork(
-        layout=source.name,
+        source=source,
         family=family,
         modules=modules,
         input_channels=_input_channels(modules, family),
         num_classes=_num_classes(modules),
-        shift_placement=_one_placement(placements),
+        shift_placement=_one_placement({_placement(wrapped, family) for wrapped in wrappers}),
         shifted_modules=tuple(sorted(set(shifted))),
     )
 
@@ -128,7 +133,7 @@ def _resnet_depth(modules: dict) -> int:
 
 
 def _input_channels(modules: dict, family: str) -> int:
-    stem = "conv1" if family == "resnet" else "features.0.0"
+    stem = FAMILIES[family].stem
     weight = modules.get(stem, {}).get("weight")
     if weight is None or weight.ndim != 4:
         raise WeightsError(f"the state dict has no first convolution ({stem}.weight)")

@@ -1,7 +1,8 @@
-"""PyTorch module paths of the two PyTorch layouts, and the Keras layer each one is.
+"""PyTorch module paths of the two PyTorch layouts, and the Keras layer each one is: the
+network families of published files (FAMILIES), shared by every source that publishes them.
 
-The published files name modules in several ways (actrec.published.layouts brings them to one
-of these two spellings first):
+The published files name modules in several ways (each source, actrec.published.sources,
+brings them to one of these two spellings first):
 
 - torchvision's ResNet: `conv1`, `bn1`, `layer{S}.{B}.conv{I}`, `layer{S}.{B}.bn{I}`,
   `layer{S}.{B}.downsample.0` (1x1 convolution) and `.downsample.1` (its BatchNorm);
@@ -11,12 +12,15 @@ of these two spellings first):
 - the classifier of either: `classifier`.
 
 actrec.models.torch_layout builds the Keras networks with keras.applications' layer names;
-this module is the one table between the two.
+this module is the one table between the two. A family's first convolution tells it
+(`family_of`) and gives the input channels; a "block" shift wraps one of its `block`s.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Collection
+from dataclasses import dataclass
 
 from actrec.errors import WeightsError
 
@@ -75,13 +79,36 @@ def mobilenet_v2_layer_name(module: str) -> str | None:
     return None
 
 
+@dataclass(frozen=True)
+class Family:
+    """A network family in PyTorch's spelling: `stem`, its first convolution (every state
+    dict of the family has it; its input channels are the clip's), `block`, a whole block
+    (what a "block" shift wraps), and `layer_name`, a module's Keras layer."""
+
+    stem: str
+    block: re.Pattern
+    layer_name: Callable[[str], str | None]
+
+
+FAMILIES = {
+    "resnet": Family("conv1", re.compile(r"^layer\d\.\d+$"), resnet_layer_name),
+    "mobilenet_v2": Family("features.0.0", re.compile(r"^features\.\d+$"), mobilenet_v2_layer_name),
+}
+"""actrec.config.backbones.SHIFT_FAMILIES in PyTorch's layout."""
+
+
+def family_of(modules: Collection[str]) -> str:
+    """The family whose first convolution is one of `modules` (the first family when none
+    is: its stem is then named as missing)."""
+    present = (name for name, family in FAMILIES.items() if family.stem in modules)
+    return next(present, next(iter(FAMILIES)))
+
+
 def keras_layer_name(family: str, module: str) -> str | None:
     """The Keras layer of PyTorch module `module` of a `family` ("resnet" or
     "mobilenet_v2") network; the classifier is `classifier` in both; None if none."""
     if module == CLASSIFIER_MODULE:
         return CLASSIFIER_MODULE
-    if family == "resnet":
-        return resnet_layer_name(module)
-    if family == "mobilenet_v2":
-        return mobilenet_v2_layer_name(module)
-    raise WeightsError(f"no PyTorch layout is known for the {family!r} family")
+    if family not in FAMILIES:
+        raise WeightsError(f"no PyTorch layout is known for the {family!r} family")
+    return FAMILIES[family].layer_name(module)

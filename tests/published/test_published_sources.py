@@ -1,7 +1,9 @@
 """The published-source registry (actrec.published.sources): each source's contract is
-complete, each recognises its own keys and no other source claims them, a ResNet's depth
-comes from every stage's block count, and a conversion's settings follow one precedence
-(option > tensors > file name > the source's default > actrec's)."""
+complete (its families load into registered backbones, docs/model-zoo.md has its section),
+each recognises its own keys, those of its reference networks' checkpoints included, and no
+other source claims them, a ResNet's depth comes from every stage's block count, and a
+conversion's settings follow one precedence (option > tensors > file name > the source's
+default > actrec's)."""
 
 from __future__ import annotations
 
@@ -9,11 +11,14 @@ import dataclasses
 
 import numpy as np
 import pytest
+from conftest import REPO_ROOT
 
+from actrec.config.backbones import backbone_spec
 from actrec.errors import ConfigError, WeightsError
 from actrec.published.file_names import NamedSettings, settings_from_file_name
-from actrec.published.layouts import published_network
-from actrec.published.sources.registry import PublishedSource, published_sources
+from actrec.published.layouts import RESNET_DEPTHS, published_network
+from actrec.published.module_names import FAMILIES
+from actrec.published.sources.registry import PublishedSource, published_sources, source_named
 
 KEYS = {
     "tsm": ["base_model.conv1.weight", "base_model.layer1.0.conv1.net.weight", "new_fc.weight"],
@@ -22,6 +27,28 @@ KEYS = {
     "mobilenet": ["features.0.0.weight", "features.1.conv.0.weight", "classifier.weight"],
 }
 """Each source's keys, as its files hold them (DataParallel's `module.` removed)."""
+REFERENCE_CHECKPOINTS = [
+    ("tsm", "tsm_resnet", {"num_class": 400, "num_segments": 8}, "resnet50_torchvision"),
+    ("tsm", "tsm_mobilenet_v2", {"num_class": 27, "num_segments": 8}, "mobilenet_v2_tsm"),
+    (
+        "mmaction2",
+        "mmaction_recognizer",
+        {"num_classes": 400, "num_segments": 8},
+        "resnet50_torchvision",
+    ),
+    (
+        "mmaction2",
+        "mmaction_recognizer",
+        {"num_classes": 400, "num_segments": 3, "architecture": "tsn", "modality": "flow"},
+        "resnet50_torchvision",
+    ),
+    ("torchvision", "torchvision_resnet", {"depth": 101}, "resnet101_torchvision"),
+    ("mobilenet", "mobilenet_v2", {}, "mobilenet_v2_tsm"),
+    ("mobilenet", "online_mobilenet_v2", {}, "mobilenet_v2_tsm"),
+]
+"""(source, reference network of tests/published/torch_reference*.py, its arguments, the
+backbone it loads into): each source's networks, as tests/published/test_published_convert.py
+converts them."""
 
 
 def test_every_source_is_registered_with_a_complete_contract():
@@ -31,7 +58,7 @@ def test_every_source_is_registered_with_a_complete_contract():
         assert isinstance(source, PublishedSource)
         for item in dataclasses.fields(source):
             assert getattr(source, item.name) is not None, (source.name, item.name)
-        assert source.title and source.key_form
+        assert source.title and source.key_form and source.backbones and source.docs_section
         assert source.module_name("conv1") == "conv1" or source.name == "mmaction2"
 
 
@@ -39,6 +66,42 @@ def test_every_source_is_registered_with_a_complete_contract():
 def test_each_source_claims_its_keys_and_no_other_does(name):
     claims = [source.name for source in published_sources() if source.claims(KEYS[name])]
     assert claims == [name]
+
+
+@pytest.mark.parametrize(("name", "builder", "arguments", "backbone"), REFERENCE_CHECKPOINTS)
+def test_each_source_claims_its_reference_checkpoints_and_no_other_does(
+    name, builder, arguments, backbone
+):
+    """The state dict as the source's file holds it (TSM's main.py saves the DataParallel
+    model: `module.` keys; tests/published/torch_reference.py's save_* write these)."""
+    reference = pytest.importorskip("torch_reference")  # torch
+    from torch import nn
+
+    model = getattr(reference, builder)(**arguments)
+    state = (nn.DataParallel(model) if name == "tsm" else model).state_dict()
+    keys = [key.removeprefix("module.") for key in state]
+    assert [source.name for source in published_sources() if source.claims(keys)] == [name]
+    network = published_network({key: value.numpy() for key, value in state.items()})
+    assert network.source is source_named(name) and network.layout == name
+    assert network.backbone == backbone
+
+
+def test_every_source_s_families_load_into_registered_pytorch_backbones():
+    for source in published_sources():
+        assert set(source.backbones) <= set(FAMILIES), source.name
+        for family in source.backbones:
+            for depth in RESNET_DEPTHS.values() if family == "resnet" else (None,):
+                spec = backbone_spec(source.backbone(family, depth))
+                assert (spec.layout, spec.shift_family) == ("pytorch", family), spec.name
+    with pytest.raises(WeightsError, match=r"a mobilenet_v2 network in mmaction2's layout"):
+        source_named("mmaction2").backbone("mobilenet_v2")
+
+
+def test_every_source_has_its_section_in_the_model_zoo():
+    page = (REPO_ROOT / "docs" / "model-zoo.md").read_text(encoding="utf-8")
+    headings = [line[3:] for line in page.splitlines() if line.startswith("## ")]
+    for source in published_sources():
+        assert any(heading.startswith(source.docs_section) for heading in headings), source.name
 
 
 def test_the_classifier_of_every_source_is_one_module():

@@ -4,13 +4,17 @@ the source, and the differences from the source's training it prints and records
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from actrec.config.files import dump_recipe, load_recipe
 from actrec.config.overrides import apply_overrides, overridden_settings
+from actrec.config.recipe import SHIFT_SETTINGS, ModelConfig
 from actrec.errors import ConfigError
 from actrec.runs.folder import write_run_record
 from actrec.train.start.source_settings import (
+    INHERITED_SETTINGS,
     source_settings,
     with_inherited,
     with_recorded_inheritance,
@@ -213,3 +217,12 @@ def test_the_backbone_comes_from_the_source_and_another_input_size_is_warned():
     assert (crop.value, crop.source_value) == (64, 48)
     assert crop.line().startswith("warning: data.crop_size: 64 (the source trained with 48)")
     assert "--set data.crop_size=48 keeps the source's" in crop.line()
+
+
+def test_the_shift_settings_are_said_once_beside_the_model_s_fields():
+    """actrec.config.recipe.SHIFT_SETTINGS (read here and by actrec.published) is exactly the
+    model section's shift fields: a new one is inherited by an --init-from start."""
+    fields = [field.name for field in dataclasses.fields(ModelConfig)]
+    shift_fields = {f"model.{name}" for name in fields if name.startswith("shift_")}
+    assert len(set(SHIFT_SETTINGS)) == len(SHIFT_SETTINGS) and set(SHIFT_SETTINGS) == shift_fields
+    assert set(SHIFT_SETTINGS) <= set(INHERITED_SETTINGS)

@@ -18,7 +18,7 @@ import re
 
 from actrec.published.file_names import NamedSettings
 from actrec.published.module_names import CLASSIFIER_MODULE
-from actrec.published.sources.registry import PublishedSource, strip_prefix
+from actrec.published.sources.registry import TORCHVISION_RESNET, PublishedSource, strip_prefix
 
 NAME = "mmaction2"
 MODELS_URL = "https://download.openmmlab.com/mmaction/v1.0/recognition/"
@@ -113,6 +113,8 @@ SOURCE = PublishedSource(
     claims=lambda keys: any(key.startswith("backbone.") for key in keys),
     key_form="backbone.*, cls_head.fc_cls",
     module_name=_module_name,
+    backbones={"resnet": TORCHVISION_RESNET},
+    docs_section=NAME,
     preprocessing=NAME,
     named_settings=_named_settings,
     download_hint=_download_hint,

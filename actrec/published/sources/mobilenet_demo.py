@@ -6,7 +6,11 @@ so its settings are this source's defaults."""
 
 from __future__ import annotations
 
-from actrec.published.sources.registry import IMAGENET_CLASSES, PublishedSource
+from actrec.published.sources.registry import (
+    IMAGENET_CLASSES,
+    TSM_MOBILENET_V2,
+    PublishedSource,
+)
 
 ONLINE_DEMO_FILE = "mobilenetv2_jester_online.pth.tar"
 ONLINE_DEMO_CLASSES = {27: "jester"}
@@ -35,6 +39,8 @@ SOURCE = PublishedSource(
     claims=lambda keys: "features.0.0.weight" in keys,
     key_form="features.*, classifier",
     module_name=lambda module: module,
+    backbones={"mobilenet_v2": TSM_MOBILENET_V2},
+    docs_section="TSM's repository",  # the online demo's row; its ImageNet file: ImageNet starts
     preprocessing="tsm",
     download_hint=_download_hint,
     defaults=_defaults,

@@ -5,9 +5,11 @@ Each source is one module of this package that defines `SOURCE`, a PublishedSour
 state dicts are recognised (`claims`), its module names in actrec's spelling (`module_name`:
 actrec.published.module_names then maps them to Keras layers by backbone family), what its
 file names say (`named_settings`), where its files are downloaded (`download_hint`), its
-input normalisation (`preprocessing`, a model.preprocessing mode) and the defaults of a file
-that says nothing (`defaults`). `pretrained convert`, `pretrained import`'s refusal of video
-models and the model zoo's table read this registry; adding a source is one module here, its
+input normalisation (`preprocessing`, a model.preprocessing mode), the backbone each of its
+network families loads into (`backbones`), the defaults of a file that says nothing
+(`defaults`) and its section of docs/model-zoo.md (`docs_section`). `pretrained convert`,
+`pretrained fetch / import` (the network and backbone of a file, the refusal of video
+models) and the model zoo's page read this registry; adding a source is one module here, its
 reference-network test (tests/published/) and its row in docs/model-zoo.md
 (docs/extending.md).
 """
@@ -16,13 +18,17 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from actrec.errors import WeightsError
 
 IMAGENET_CLASSES = 1000
+TORCHVISION_RESNET = "resnet{depth}_torchvision"
+TSM_MOBILENET_V2 = "mobilenet_v2_tsm"
+"""The backbones (actrec.config.backbones) published files load into: torchvision's ResNet
+of the file's depth, TSM's MobileNetV2."""
 
 
 def _nothing(_: str) -> None:
@@ -44,6 +50,9 @@ class PublishedSource:
     key_form: its keys in a few words, for the message listing what actrec converts.
     module_name(module) -> `module` (this source's path, shift wrappers' `.net` removed) in
         actrec's spelling (torchvision's ResNet names or TSM's MobileNetV2 names).
+    backbones: {network family (actrec.published.module_names.FAMILIES): the registered
+        backbone its files load into, `{depth}` standing for a ResNet's depth}.
+    docs_section: the heading of its section of docs/model-zoo.md (its files, the command).
     named_settings(file_name) -> what the file name says (a NamedSettings), None when the
         name is not one of this source's.
     download_hint(file_name) -> where to download the published file, None when not one of
@@ -60,11 +69,23 @@ class PublishedSource:
     claims: Callable[[Sequence[str]], bool]
     key_form: str
     module_name: Callable[[str], str]
+    backbones: Mapping[str, str]
+    docs_section: str
     preprocessing: str = "tsm"
     named_settings: Callable[[str], Any] = _nothing  # a NamedSettings or None
     download_hint: Callable[[str], str | None] = _nothing
     defaults: Callable[[Any], dict] = field(default=_no_defaults)  # of a PublishedNetwork
     imagenet_classifiers: bool = False
+
+    def backbone(self, family: str, depth: int | None = None) -> str:
+        """The backbone a network of `family` (and `depth`) of this source loads into;
+        WeightsError for a family its files are not converted from."""
+        if family not in self.backbones:
+            raise WeightsError(
+                f"a {family} network in {self.title} layout: actrec converts its "
+                f"{' and '.join(self.backbones)} networks"
+            )
+        return self.backbones[family].format(depth=depth)
 
 
 def published_sources() -> tuple[PublishedSource, ...]:

@@ -5,7 +5,7 @@ backbone's weights (`actrec pretrained fetch / import`) or a start for `--init-f
 from __future__ import annotations
 
 from actrec.published.module_names import CLASSIFIER_MODULE
-from actrec.published.sources.registry import PublishedSource
+from actrec.published.sources.registry import TORCHVISION_RESNET, PublishedSource
 
 
 def _module_name(module: str) -> str:
@@ -18,6 +18,8 @@ SOURCE = PublishedSource(
     claims=lambda keys: "layer1.0.conv1.weight" in keys and "conv1.weight" in keys,
     key_form="conv1, layer1.*, fc",
     module_name=_module_name,
+    backbones={"resnet": TORCHVISION_RESNET},
+    docs_section="ImageNet starts",
     preprocessing="tsm",  # RGB as torchvision normalises it
     imagenet_classifiers=True,
 )

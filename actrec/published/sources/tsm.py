@@ -17,7 +17,12 @@ import re
 
 from actrec.published.file_names import NamedSettings
 from actrec.published.module_names import CLASSIFIER_MODULE
-from actrec.published.sources.registry import PublishedSource, strip_prefix
+from actrec.published.sources.registry import (
+    TORCHVISION_RESNET,
+    TSM_MOBILENET_V2,
+    PublishedSource,
+    strip_prefix,
+)
 
 MODELS_URL = "https://hanlab18.mit.edu/projects/tsm/models/"
 _NAME = re.compile(
@@ -83,6 +88,8 @@ SOURCE = PublishedSource(
     claims=lambda keys: any(key.startswith("base_model.") for key in keys),
     key_form="base_model.*, new_fc",
     module_name=_module_name,
+    backbones={"resnet": TORCHVISION_RESNET, "mobilenet_v2": TSM_MOBILENET_V2},
+    docs_section="TSM's repository",
     preprocessing="tsm",
     named_settings=_named_settings,
     download_hint=_download_hint,
