@@ -13,7 +13,10 @@ from actrec_cli.options import format_options
 from rich.table import Table
 from rich.text import Text
 
+from actrec.export.annotation_output import annotation_outputs, check_annotation_output
+from actrec.export.metadata import read_export_metadata
 from actrec.export.timeline import DEFAULT_WINDOW_SECONDS
+from actrec.folder_kinds import refuse_a_file_on_the_way
 
 
 def _table(prediction) -> Table:
@@ -24,6 +27,34 @@ def _table(prediction) -> Table:
     for rank, (name, probability) in enumerate(prediction.top_k, start=1):
         table.add_row(str(rank), name, f"{probability:.4f}")
     return table
+
+
+def _check_annotation(annotate: Path | None, videos: tuple[str, ...], timeline: bool) -> None:
+    """--annotate OUT refused before TensorFlow is imported when it cannot be written."""
+    if annotate is None:
+        return
+    check_annotation_output(annotate, videos, timeline)
+    for output in annotation_outputs(annotate, timeline):
+        refuse_a_file_on_the_way(output, "--annotate")
+
+
+def _write_annotated_clip(video: str, prediction, model_dir: Path, annotate: Path) -> None:
+    from actrec_cli.predict_stream import written_with_parents
+
+    from actrec.export.annotated_video import (
+        clip_annotated_frames,
+        video_rate_and_length,
+        write_video_atomic,
+    )
+
+    classes = read_export_metadata(model_dir)["classes"]
+    fps, total = video_rate_and_length(video)
+    frames = clip_annotated_frames(video, prediction.top_k, classes)
+    written_with_parents(
+        annotate,
+        lambda: write_video_atomic(annotate, frames, fps, progress_for("frames"), total),
+    )
+    error_console().print(f"wrote {annotate}", markup=False)
 
 
 def _quiet_opencv() -> None:
@@ -108,6 +139,16 @@ def _quiet_opencv() -> None:
     "the model's segments]",
 )
 @click.option(
+    "--annotate",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Also write VIDEO (one) with the top-k drawn on each frame to this file (.mp4, "
+    ".m4v, .mov: 'mp4v'; .avi: MJPG), at the source's size and frame rate: the video's "
+    "prediction, each window's with --timeline (which also writes OUT.timeline.png, the "
+    "top-1 class over time), the running one with --stream (Ctrl+C ends a camera: the "
+    "video so far is written).",
+)
+@click.option(
     "--trust-model",
     is_flag=True,
     help="Run the model even if it holds what an actrec export never does (an op that may "
@@ -127,6 +168,7 @@ def predict(
     stream,
     every,
     smooth,
+    annotate,
     trust_model,
     **runtime_options,
 ):
@@ -150,18 +192,30 @@ def predict(
         raise click.UsageError("--stream takes one source (a file, camera index or URL)")
     options = {name: value for name, value in runtime_options.items() if value is not None}
     check_predict_arguments(() if stream else videos, model_dir)  # before TensorFlow
+    _check_annotation(annotate, videos, timeline)
     import_tensorflow_quietly()
     _quiet_opencv()
     if stream:
         from actrec_cli.predict_stream import run_stream
 
-        run_stream(videos[0], model_dir, top_k, as_json, every, smooth, options, trust_model)
+        run_stream(
+            videos[0], model_dir, top_k, as_json, every, smooth, options, trust_model, annotate
+        )
         return
     if timeline:
         from actrec_cli.predict_timeline import run_timeline
 
         run_timeline(
-            videos, model_dir, top_k, as_json, window, stride, csv_path, options, trust_model
+            videos,
+            model_dir,
+            top_k,
+            as_json,
+            window,
+            stride,
+            csv_path,
+            options,
+            trust_model,
+            annotate,
         )
         return
     from actrec.export.predict import predict_videos
@@ -186,6 +240,8 @@ def predict(
             if prediction.ok:
                 console().print(Text(prediction.video, style="bold"), soft_wrap=True)
                 console().print(_table(prediction))
+    if annotate is not None and predictions[0].ok:
+        _write_annotated_clip(videos[0], predictions[0], model_dir, annotate)
     if failed:
         error_console().print(
             f"{len(failed)} of {len(predictions)} videos could not be read", markup=False

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 from actrec_cli.console import console, error_console, progress_for
+from actrec_cli.predict_stream import written_with_parents
 from rich.table import Table
 from rich.text import Text
 
@@ -31,6 +32,30 @@ def _table(timeline) -> Table:
     return table
 
 
+def _write_annotated(timeline, model_dir: Path, annotate: Path) -> None:
+    """The video with each window's top-k drawn, and its strip (OUT.timeline.png)."""
+    from actrec.export.annotated_video import (
+        timeline_annotated_frames,
+        video_rate_and_length,
+        write_video_atomic,
+    )
+    from actrec.export.annotation_output import timeline_strip_path
+    from actrec.export.metadata import read_export_metadata
+    from actrec.export.timeline_strip import write_timeline_strip
+
+    classes = read_export_metadata(model_dir)["classes"]
+    fps, total = video_rate_and_length(timeline.video)
+    strip = timeline_strip_path(annotate)
+
+    def write() -> None:
+        frames = timeline_annotated_frames(timeline.video, timeline, classes)
+        write_video_atomic(annotate, frames, fps, progress_for("frames"), total)
+        write_timeline_strip(strip, timeline, classes)
+
+    written_with_parents(annotate, write)
+    error_console().print(f"wrote {annotate} and {strip}", markup=False)
+
+
 def run_timeline(
     videos,
     model_dir,
@@ -41,8 +66,10 @@ def run_timeline(
     csv_path: Path | None,
     options: dict,
     trust_model: bool = False,
+    annotate: Path | None = None,
 ):
-    """Prints (and with --csv writes) the timelines of `videos`; exit 1 if any failed."""
+    """Prints (and with --csv writes) the timelines of `videos`, and with --annotate writes
+    the first's annotated video and strip; exit 1 if any failed."""
     from actrec.atomic import write_text_atomic
     from actrec.export.timeline import timeline_csv, video_timelines
 
@@ -84,6 +111,8 @@ def run_timeline(
                     soft_wrap=True,
                 )
                 console().print(_table(timeline))
+    if annotate is not None and timelines[0].ok:
+        _write_annotated(timelines[0], model_dir, annotate)
     if failed:
         error_console().print(
             f"{len(failed)} of {len(timelines)} videos could not be read", markup=False

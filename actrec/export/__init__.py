@@ -12,6 +12,9 @@ folder, and predictions on video files with it.
     metadata.py       actrec.json, classes.txt and recipe file names; reading actrec.json
     model_card.py     MODEL_CARD.md
     predict.py        ExportedModel, predict_videos: video files -> top-k classes
+    annotation.py, annotated_video.py, annotation_output.py, timeline_strip.py
+                      `predict --annotate`: the top-k drawn on frames, the video written,
+                      its path checked, `--timeline`'s PNG strip
 
 Import names from these modules; this package re-exports nothing.
 """

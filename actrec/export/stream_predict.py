@@ -8,13 +8,16 @@ video file, a camera or a stream URL, with a running prediction.
       -> the export's step (frame + shift state -> logits + new state)
       -> the running prediction: softmax of the mean logits of the last `smooth` steps
          (num_segments steps: the clip model's average consensus)
+
+Every frame read comes back with the running prediction at it (streamed_frames), at the
+source's own size, for `predict --stream --annotate`.
 """
 
 from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -109,15 +112,14 @@ def _camera_index(source: str) -> int | None:
     return int(source) if source.isdigit() else None
 
 
-def source_frames(source: str, frame_size: str, fps: float | None) -> tuple[Iterator, float]:
-    """(BGR uint8 frames [H, W, 3] at the prepared size, their rate (0 when unknown)) of a
-    video file (resampled to `fps` as prepare does), a camera index or a stream URL.
+def source_frames(source: str, fps: float | None) -> tuple[Iterator, float]:
+    """(BGR uint8 frames [H, W, 3] at the source's own size, their rate (0 when unknown))
+    of a video file (resampled to `fps` as prepare does), a camera index or a stream URL.
     ConfigError when the source cannot be opened."""
     import cv2
 
-    from actrec.data.format.video import FrameSize, iter_video_frames, probe_video, resize_frame
+    from actrec.data.format.video import iter_video_frames, probe_video
 
-    size = FrameSize.parse(frame_size)
     camera = _camera_index(source)
     if camera is None and "://" not in source:  # a file
         path = Path(source)
@@ -126,7 +128,7 @@ def source_frames(source: str, frame_size: str, fps: float | None) -> tuple[Iter
                 f"{source}: no such file; give a video file, a camera index (0) or a URL"
             )
         rate = fps or probe_video(path).fps
-        return iter_video_frames(path, size, fps, channel_order="bgr"), rate
+        return iter_video_frames(path, None, fps, channel_order="bgr"), rate
     capture = cv2.VideoCapture(camera if camera is not None else source)
     if not capture.isOpened():
         what = f"camera {camera}" if camera is not None else f"stream {source}"
@@ -142,11 +144,71 @@ def source_frames(source: str, frame_size: str, fps: float | None) -> tuple[Iter
                 ok, frame = capture.read()
                 if not ok or frame is None:
                     return
-                yield resize_frame(frame, size)
+                yield frame
         finally:
             capture.release()
 
     return frames(), rate
+
+
+@dataclass(frozen=True)
+class StreamedFrame:
+    """One frame read from the source: `image` BGR uint8 [H, W, 3] as the source gives it
+    (a file's resampled to the export's rate), `index` its place among the frames read,
+    `rate` their frames per second (0 when the source declares none), `step` the running
+    prediction at this frame (the last fed frame's), `fed` whether this frame was fed."""
+
+    image: np.ndarray = field(repr=False, compare=False)
+    index: int
+    rate: float
+    step: StreamStep
+    fed: bool
+
+    @property
+    def caption(self) -> str:
+        """Where the frame is: its time in seconds, else its index."""
+        return f"{self.index / self.rate:.2f} s" if self.rate > 0 else f"frame {self.index}"
+
+
+def streamed_frames(
+    model: StreamingModel,
+    source: str,
+    every: int | None = None,
+    smooth: int | None = None,
+    top_k: int = 1,
+) -> Iterator[StreamedFrame]:
+    """Every frame read from `source` with the running prediction (see the module): the
+    one code path of files, cameras and URLs. every: feed every n-th frame (default: the
+    export's frames_per_step, else 1). smooth: steps averaged (default: the model's
+    num_segments)."""
+    import tensorflow as tf
+
+    from actrec.data.format.frame_encoding import jpeg_bytes
+    from actrec.data.format.video import FrameSize, resize_frame
+
+    every = every or model.streaming.get("frames_per_step") or 1
+    smooth = smooth or model.streaming["num_segments"]
+    for name, value in (("--every", every), ("--smooth", smooth)):
+        if value < 1:
+            raise ConfigError(f"{name} {value} is not valid; give a whole number >= 1")
+    size = FrameSize.parse(model.frame_size)
+    frames, rate = source_frames(source, model.fps)
+    recent = deque(maxlen=smooth)
+    step = None
+    for index, frame in enumerate(frames):
+        fed = index % every == 0
+        if fed:
+            prepared = resize_frame(frame, size)  # as the training records hold it
+            jpeg = jpeg_bytes(prepared, model.jpeg_quality)
+            logits = model.step(tf.io.decode_jpeg(jpeg, channels=3).numpy())
+            recent.append(logits)
+            step = StreamStep(
+                index,
+                index / rate if rate > 0 else None,
+                model.top_k(_softmax(np.mean(recent, axis=0)), top_k),
+                model.top_k(_softmax(logits), top_k),
+            )
+        yield StreamedFrame(frame, index, rate, step, fed)
 
 
 def stream_predictions(
@@ -156,29 +218,7 @@ def stream_predictions(
     smooth: int | None = None,
     top_k: int = 1,
 ) -> Iterator[StreamStep]:
-    """The running prediction after each streamed frame of `source` (see the module).
-    every: feed every n-th frame (default: the export's frames_per_step, else 1).
-    smooth: steps averaged (default: the model's num_segments)."""
-    import tensorflow as tf
-
-    from actrec.data.format.frame_encoding import jpeg_bytes
-
-    every = every or model.streaming.get("frames_per_step") or 1
-    smooth = smooth or model.streaming["num_segments"]
-    for name, value in (("--every", every), ("--smooth", smooth)):
-        if value < 1:
-            raise ConfigError(f"{name} {value} is not valid; give a whole number >= 1")
-    frames, rate = source_frames(source, model.frame_size, model.fps)
-    recent = deque(maxlen=smooth)
-    for index, frame in enumerate(frames):
-        if index % every:
-            continue
-        decoded = tf.io.decode_jpeg(jpeg_bytes(frame, model.jpeg_quality), channels=3).numpy()
-        logits = model.step(decoded)
-        recent.append(logits)
-        yield StreamStep(
-            index,
-            index / rate if rate > 0 else None,
-            model.top_k(_softmax(np.mean(recent, axis=0)), top_k),
-            model.top_k(_softmax(logits), top_k),
-        )
+    """The running prediction after each fed frame of `source` (streamed_frames)."""
+    for streamed in streamed_frames(model, source, every, smooth, top_k):
+        if streamed.fed:
+            yield streamed.step

@@ -111,6 +111,14 @@ def _last_window(count: int, window: int, stride: int) -> tuple[int, int] | None
     return None
 
 
+def covering_windows(windows: list[TimelineWindow], times: np.ndarray) -> np.ndarray:
+    """int [N]: for each time in seconds (float [N]), the index of the window whose centre
+    is nearest (the earlier on a tie): a window that holds the time, as all windows are
+    equally long (what --annotate draws on a frame and the strip shows for a moment)."""
+    centres = np.array([(window.start + window.end) / 2 for window in windows])  # [M]
+    return np.argmin(np.abs(np.asarray(times, float)[:, None] - centres[None, :]), axis=1)
+
+
 def window_lengths(
     window_seconds: float, stride_seconds: float | None, fps: float, min_frames: int
 ) -> tuple[int, int]:
