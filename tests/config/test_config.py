@@ -33,6 +33,7 @@ EXPECTED_RECIPES = {
     "tsm-ucf101-from-kinetics400",
     "tsm-hmdb51-from-kinetics400",
     "finetune-tsm",
+    "finetune-tsm-online",
     "finetune-tsn-rgb",
     "finetune-tsn-flow",
     "two-stream-kavg-adaptive-rgb-ucf101",

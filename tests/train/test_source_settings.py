@@ -226,3 +226,36 @@ def test_the_shift_settings_are_said_once_beside_the_model_s_fields():
     shift_fields = {f"model.{name}" for name in fields if name.startswith("shift_")}
     assert len(set(SHIFT_SETTINGS)) == len(SHIFT_SETTINGS) and set(SHIFT_SETTINGS) == shift_fields
     assert set(SHIFT_SETTINGS) <= set(INHERITED_SETTINGS)
+
+
+@pytest.mark.parametrize(
+    ("recipe_name", "given"),
+    [("finetune-tsm-online", []), ("finetune-tsm", ["model.shift_direction=online"])],
+)
+def test_a_bidirectional_source_made_online_is_a_supported_change(recipe_name, given):
+    """The recipe file's online direction counts (it is written for streaming), as the
+    command line's does; the change is a note, not a warning, and the rest is inherited."""
+    recipe, settings = _settings(recipe_name, [*QUICKSTART_NETWORK, *given])
+    assert "model.shift_direction" not in _by_setting(settings.inherited)
+    assert _by_setting(settings.inherited)["model.shift_fraction"].value == 0.25
+    kept = with_inherited(recipe, settings.inherited)
+    assert (kept.model.shift_direction, kept.model.shift_fraction) == ("online", 0.25)
+    difference = _by_setting(settings.differences)["model.shift_direction"]
+    assert difference.warning is None
+    assert difference.line() == (
+        "model.shift_direction: online (the source trained with bidirectional): the shift "
+        "becomes online (each frame takes channels from earlier frames only, so the model runs "
+        "frame by frame: `actrec export --streaming`); the shift holds no weights, so every "
+        "weight carries over: fine-tune to recover what the one-way shift costs"
+    )
+
+
+def test_an_online_source_stays_online_and_made_bidirectional_by_hand_is_warned():
+    _, settings = _settings(
+        "finetune-tsm", QUICKSTART_NETWORK, **{"model.shift_direction": "online"}
+    )
+    assert _by_setting(settings.inherited)["model.shift_direction"].value == "online"
+    given = [*QUICKSTART_NETWORK, "model.shift_direction=bidirectional"]
+    _, settings = _settings("finetune-tsm", given, **{"model.shift_direction": "online"})
+    difference = _by_setting(settings.differences)["model.shift_direction"]
+    assert difference.line().startswith("warning: model.shift_direction: bidirectional")

@@ -8,7 +8,11 @@ compute: the temporal shift (fraction, placement, direction; between two
 TSMs only: TSN <-> TSM stays allowed, and a TSN's shift settings mean nothing) and the
 frame preprocessing. Each comes from the source's recipe unless the command line gave it
 (`--set model.shift_fraction=...`); a recipe file's own value does not count, since a
-recipe such as finetune-tsm is written for any source.
+recipe such as finetune-tsm is written for any source, but an online shift direction: a
+recipe that says online (finetune-tsm-online) is written for streaming, whatever its source.
+A bidirectional source made online is a supported change, reported with a note (not a
+warning): the shift holds no weights, every weight carries over, and fine-tuning recovers
+what the one-way shift costs (docs/benchmarks.md, "Online from a bidirectional TSM").
 
 Compared (COMPARED_SETTINGS): the clip settings of the source's training a run may change.
 Every one that differs is reported; a warning marks each that changes what the loaded
@@ -49,6 +53,12 @@ COMPARED_SETTINGS = (
     "data.flip",
 )
 WARNING_PREFIX = "warning: "
+SHIFT_DIRECTION_SETTING = "model.shift_direction"
+ONLINE_NOTE = (
+    "the shift becomes online (each frame takes channels from earlier frames only, so the "
+    "model runs frame by frame: `actrec export --streaming`); the shift holds no weights, so "
+    "every weight carries over: fine-tune to recover what the one-way shift costs"
+)
 
 
 @dataclass(frozen=True)
@@ -76,13 +86,16 @@ class SettingDifference:
     value: object
     source_value: object
     warning: str | None = None
+    note: str | None = None
 
     def line(self) -> str:
         said = (
             f"{self.setting}: {_shown(self.value)} (the source trained with "
             f"{_shown(self.source_value)})"
         )
-        return f"{WARNING_PREFIX}{said}: {self.warning}" if self.warning else said
+        if self.warning:
+            return f"{WARNING_PREFIX}{said}: {self.warning}"
+        return f"{said}: {self.note}" if self.note else said
 
 
 @dataclass(frozen=True)
@@ -120,7 +133,9 @@ def source_settings(recipe, source_recipe, given: Collection[str] = ()) -> Sourc
             setting, setting_value(source_recipe, setting), setting_value(recipe, setting)
         )
         for setting in _inheritable(recipe, source_recipe)
-        if setting not in given and _resolved(recipe, setting) != _resolved(source_recipe, setting)
+        if setting not in given
+        and not _made_online(recipe, source_recipe, setting)
+        and _resolved(recipe, setting) != _resolved(source_recipe, setting)
     )
     kept = with_inherited(recipe, inherited)
     differences = [
@@ -128,7 +143,7 @@ def source_settings(recipe, source_recipe, given: Collection[str] = ()) -> Sourc
             setting,
             _resolved(kept, setting),
             _resolved(source_recipe, setting),
-            _warning(setting, kept, source_recipe),
+            *_warning_or_note(setting, kept, source_recipe),
         )
         for setting in (*_inheritable(kept, source_recipe), *COMPARED_SETTINGS)
         if _resolved(kept, setting) != _resolved(source_recipe, setting)
@@ -183,6 +198,23 @@ def _resolved(recipe, setting: str):
         return None
     value = setting_value(recipe, setting)
     return tuple(value) if isinstance(value, list) else value
+
+
+def _made_online(recipe, source_recipe, setting: str) -> bool:
+    """Whether `setting` is the shift direction of a run that makes its source's
+    bidirectional shift online (the recipe or the command line says online)."""
+    return (
+        setting == SHIFT_DIRECTION_SETTING
+        and recipe.model.shift_direction == "online"
+        and source_recipe.model.shift_direction != "online"
+    )
+
+
+def _warning_or_note(setting: str, recipe, source_recipe) -> tuple[str | None, str | None]:
+    """(warning, note) of a differing `setting`: the online change is a note."""
+    if _made_online(recipe, source_recipe, setting):
+        return None, ONLINE_NOTE
+    return _warning(setting, recipe, source_recipe), None
 
 
 def _warning(setting: str, recipe, source_recipe) -> str | None:
@@ -245,4 +277,5 @@ def _item_json(item) -> dict:
     return {
         key: list(value) if isinstance(value, tuple) else value
         for key, value in asdict(item).items()
+        if not (key == "note" and value is None)  # run.json as before the note
     }
