@@ -29,6 +29,14 @@ def _table(prediction) -> Table:
     return table
 
 
+def _check_csv(csv_path: Path | None) -> None:
+    """--csv FILE refused before TensorFlow is imported when its folder is a path through a
+    file (click refuses a folder); its missing folders are made when it is written."""
+    if csv_path is None:
+        return
+    refuse_a_file_on_the_way(Path(csv_path).parent, "--csv")
+
+
 def _check_annotation(annotate: Path | None, videos: tuple[str, ...], timeline: bool) -> None:
     """--annotate OUT refused before TensorFlow is imported when it cannot be written."""
     if annotate is None:
@@ -193,6 +201,7 @@ def predict(
     options = {name: value for name, value in runtime_options.items() if value is not None}
     check_predict_arguments(() if stream else videos, model_dir)  # before TensorFlow
     _check_annotation(annotate, videos, timeline)
+    _check_csv(csv_path)
     import_tensorflow_quietly()
     _quiet_opencv()
     if stream:

@@ -94,7 +94,8 @@ def run_timeline(
                 f"{timeline.video}: {timeline.note}", markup=False, soft_wrap=True
             )
     if csv_path is not None:
-        write_text_atomic(csv_path, timeline_csv(timelines, top_k))
+        text = timeline_csv(timelines, top_k)
+        written_with_parents(Path(csv_path), lambda: write_text_atomic(csv_path, text))
         error_console().print(f"wrote {csv_path}", markup=False)
     if as_json:
         click.echo(json.dumps([timeline.to_dict() for timeline in timelines], indent=2))

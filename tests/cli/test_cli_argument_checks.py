@@ -76,6 +76,11 @@ USAGES = [
         "none of the 2 videos exists (a.avi, b.avi)",
     ),
     (
+        ["predict", "raw/jump/v1.avi", "--model", "export", "--timeline"]
+        + ["--csv", "run/recipe.yaml/t.csv"],
+        "run/recipe.yaml is a file; give another --csv",
+    ),
+    (
         ["prepare", "folder", "--root", "my-videos", "--out", "prepared/mine"],
         "dataset root my-videos does not exist",
     ),

@@ -82,7 +82,7 @@ def test_each_window_is_the_export_on_the_frames_it_covers(tiny_runs, tiny_expor
 def test_timeline_command_prints_writes_csv_and_json(tiny_runs, tiny_exports, tmp_path, cli_runner):
     videos = sorted((tiny_runs["raw"] / "MoveUp").glob("*.avi"))[:2]
     missing = tmp_path / "missing.avi"
-    table = tmp_path / "timeline.csv"
+    table = tmp_path / "tables" / "new" / "timeline.csv"  # its folders made
     arguments = ["predict", *videos, missing, "--model", tiny_exports["rgb"], "--timeline"]
     arguments += ["--window", "0.4", "--stride", "0.2", "--top-k", "2", "--csv", table]
     result = cli_runner(*arguments)
