@@ -31,6 +31,7 @@ MixedPrecision = Literal["none", "float16", "bfloat16"]
 Strategy = Literal["auto", "one-device", "mirrored", "multi-worker"]
 Communication = Literal["auto", "ring", "nccl"]
 DistillFeatures = Literal["clip", "segments", "logits", "maps"]
+ClassBalance = Literal["none", "weights", "sampling"]
 
 MODALITIES: tuple[str, ...] = get_args(Modality)
 SAMPLINGS: tuple[str, ...] = get_args(Sampling)
@@ -50,6 +51,7 @@ MIXED_PRECISIONS: tuple[str, ...] = get_args(MixedPrecision)
 STRATEGIES: tuple[str, ...] = get_args(Strategy)
 COMMUNICATIONS: tuple[str, ...] = get_args(Communication)
 DISTILL_FEATURES: tuple[str, ...] = get_args(DistillFeatures)
+CLASS_BALANCES: tuple[str, ...] = get_args(ClassBalance)
 
 NAMED_WEIGHTS = ("imagenet", "none")
 TRAINED_WEIGHTS_PREFIX = "run:"

@@ -24,6 +24,7 @@ from actrec.config.choices import (
     AdamState,
     Architecture,
     Backbone,
+    ClassBalance,
     Communication,
     Decay,
     DistillFeatures,
@@ -224,6 +225,12 @@ class TrainConfig:
         teacher's map of the same layer resized to the student's grid). None: no
         distillation.
 
+    class_balance (actrec.train.inputs.class_balance): "none"; "weights" (each example's loss
+        x the inverse frequency of its class in the training split, normalised to a mean
+        of 1 over the examples); "sampling" (each epoch keeps the split's length, its
+        classes drawn equally often, each class's videos in a seeded order:
+        actrec.data.input.balanced_order).
+
     Divergence (actrec.train.life.divergence): a non-finite loss, a loss above loss_upper_bound,
     or one above loss_explosion_factor x the mean of the 5 before it (None: that test is
     off) rolls every worker back to the last checkpoint and continues past the offending
@@ -284,6 +291,7 @@ class TrainConfig:
     distill_weight: float = checked(50.0, _positive, "use a weight > 0 (MARS: 50)")
     distill_features: DistillFeatures = "clip"
     distill_layer: str | None = None
+    class_balance: ClassBalance = "none"
 
 
 @dataclass(frozen=True)

@@ -156,6 +156,10 @@ def train(
             progress.message(note)
     if data.validation.note:
         progress.message(data.validation.note)
+    if recipe.train.class_balance != "none" and cluster.is_chief:
+        from actrec.train.inputs.class_balance import balance_summary
+
+        progress.message(balance_summary(recipe.train.class_balance, data.class_counts))
     summary = TrainSummary(
         run_dir, position.epoch, trainer.step, resumed_from=resumed_from, batch_decision=decision
     )
@@ -204,6 +208,7 @@ def _session(strategy, recipe, prepared_dir, run_dir, data, cluster, environ, pr
     import tensorflow as tf
 
     from actrec.data.input.pipeline import batch_finisher
+    from actrec.train.inputs.class_balance import class_weights
     from actrec.train.inputs.input_pipelines import PhaseBatches
     from actrec.train.life.checkpoint import RunCheckpoints
     from actrec.train.life.divergence import DivergenceGuard
@@ -222,6 +227,9 @@ def _session(strategy, recipe, prepared_dir, run_dir, data, cluster, environ, pr
         data.info.num_classes,
         injection.wrap(batch_finisher(data.train_spec, data.teacher_spec)),
         data.teacher,
+        class_weights=(
+            class_weights(data.class_counts) if recipe.train.class_balance == "weights" else None
+        ),
     )
     divergence = DivergenceGuard(recipe.train)
     clips_decoded = tf.Variable(0, dtype=tf.int64, trainable=False)  # by this process

@@ -44,6 +44,8 @@ EXPECTED_RECIPES = {
     "synthetic-tsm-mars",
     "synthetic-tsm-online-mars",
     "synthetic-flow",
+    "tsm-something-something-v2",
+    "tsm-jester",
 }
 UCF101_SPLIT1_TRAIN_VIDEOS = 9537
 HMDB51_SPLIT1_TRAIN_VIDEOS = 3570

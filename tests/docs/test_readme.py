@@ -226,3 +226,9 @@ def test_the_first_screen_holds_at_most_one_measured_time():
     first_screen = README.read_text(encoding="utf-8").split("<!-- test-command -->")[0]
     times = re.findall(r"\b\d+(?:\.\d+)?\s?(?:s|min|minutes|seconds|ms)\b", first_screen)
     assert len(times) <= 1, times
+
+
+def test_read_more_lists_every_docs_page():
+    section = README.read_text(encoding="utf-8").split("## Read more", 1)[1].split("\n## ", 1)[0]
+    linked = set(re.findall(r"\]\(docs/([\w-]+\.md)\)", section))
+    assert linked == {page.name for page in doc_pages()}

@@ -36,7 +36,7 @@ from pathlib import Path
 
 from actrec.data.format import records
 from actrec.data.format.manifest import read_manifest, split_videos
-from actrec.data.input import clip_reading, clips, holdout, order, training_clips
+from actrec.data.input import balanced_order, clip_reading, clips, holdout, order, training_clips
 from actrec.data.input.clip_spec import (
     ClipSpec,
     check_clip_spec,
@@ -154,6 +154,7 @@ def build_dataset(
     finish_on_device: bool = False,
     decode_counter=None,
     teacher_spec: ClipSpec | None = None,
+    class_balanced: bool = False,
 ):
     """A tf.data.Dataset of (clips float32 [B, T, crop, crop, C], labels int32 [B]).
 
@@ -180,6 +181,8 @@ def build_dataset(
     teacher_spec: a distilled run's teacher flow ClipSpec (actrec.train.distillation.loss): each
         finish_on_device element also holds the teacher's flow parts of the same frames,
         crop box and flip (`batch_finisher(spec, teacher_spec)` finishes both).
+    class_balanced: training only; the classes drawn equally often, each epoch the split's
+        length (actrec.data.input.balanced_order; same resume and pipeline contract).
     Raises DatasetError / ConfigError before building when the data cannot give `spec`.
     """
     import tensorflow as tf
@@ -210,13 +213,19 @@ def build_dataset(
     indices = tf.data.Dataset.range(start_example, end)
     # The map functions branch on Python values only (any branch on a tensor is a tf.cond of
     # their own): no AutoGraph, whose conversion of their source takes seconds per pipeline.
-    examples = indices.map(
-        tf.autograph.experimental.do_not_convert(
-            lambda example: order.example_video(
-                example, len(videos), num_pipelines, pipeline_id, order_seed
+    if training and class_balanced:
+        labels = [int(video["label"]) for video in videos]
+
+        def example_video(example):
+            return balanced_order.balanced_example_video(
+                example, labels, num_pipelines, pipeline_id, order_seed
             )
-        )
-    ).map(
+    else:
+
+        def example_video(example):
+            return order.example_video(example, len(videos), num_pipelines, pipeline_id, order_seed)
+
+    examples = indices.map(tf.autograph.experimental.do_not_convert(example_video)).map(
         _example_function(
             videos,
             spec,

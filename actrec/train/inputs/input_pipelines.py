@@ -130,6 +130,7 @@ def training_dataset(
             decode_counter=clips_decoded,
             skip_videos=data.validation.held_out,
             teacher_spec=data.teacher_spec,
+            class_balanced=recipe.train.class_balance == "sampling",
         )
 
     return train_dataset

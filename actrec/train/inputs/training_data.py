@@ -30,6 +30,8 @@ class TrainingData:
     splits_read: the splits training reads (named when a shard turns out damaged).
     teacher: a distilled run's flow teacher (actrec.train.distillation.teacher.Teacher), else None;
     teacher_spec: the teacher's clip spec beside train_spec, else None.
+    class_counts: training clips per class [classes], less the hold-out
+        (actrec.train.inputs.class_balance).
     """
 
     info: DatasetInfo
@@ -40,6 +42,7 @@ class TrainingData:
     splits_read: list[str]
     teacher: Teacher | None = None
     teacher_spec: ClipSpec | None = None
+    class_counts: tuple[int, ...] = ()
 
 
 def check_training_data(recipe, prepared_dir: Path) -> TrainingData:
@@ -48,6 +51,7 @@ def check_training_data(recipe, prepared_dir: Path) -> TrainingData:
     from actrec.data.format.integrity import check_shard_sizes
     from actrec.data.format.manifest import read_manifest
     from actrec.data.input.clip_spec import check_clip_spec, clip_spec, dataset_info
+    from actrec.train.inputs.class_balance import training_class_counts
     from actrec.train.inputs.validation import validation_plan
 
     info = dataset_info(prepared_dir)
@@ -63,7 +67,12 @@ def check_training_data(recipe, prepared_dir: Path) -> TrainingData:
     train_videos -= len(validation.held_out)
     splits_read = sorted({recipe.data.train_split, validation.split} - {None})
     check_shard_sizes(prepared_dir, splits_read)  # a damaged shard is named before training
-    return TrainingData(info, train_spec, eval_spec, train_videos, validation, splits_read)
+    counts = training_class_counts(
+        prepared_dir, recipe.data.train_split, info.num_classes, validation.held_out
+    )
+    return TrainingData(
+        info, train_spec, eval_spec, train_videos, validation, splits_read, class_counts=counts
+    )
 
 
 def with_teacher(data: TrainingData, recipe, previous: dict) -> TrainingData:

@@ -19,7 +19,8 @@ averages) and evaluates. Read it in order:
 5. `_micro_batch_gradients` (forward, loss, gradients): logits [b, classes] float32;
    per-example cross-entropy (label smoothing), plus, distilling from a flow teacher
    (actrec.train.distillation.loss), distill_weight x the per-example feature MSE between the
-   student's (projected) features and the frozen teacher's; the sum divided by the GLOBAL
+   student's (projected) features and the frozen teacher's; each example's loss x its class's
+   weight (train.class_balance weights); the sum divided by the GLOBAL
    batch, so the all-reduced SUM of the replicas' gradients is the gradient of the global mean loss;
    regularisation losses counted once over replicas and micro-batches; the loss scaled
    (float16 loss scaling) and differentiated.
@@ -56,6 +57,7 @@ from actrec.train.loop.step_statistics import (
 
 if TYPE_CHECKING:
     import keras
+    import numpy as np
     import tensorflow as tf
 
     from actrec.train.distillation.loss import Distillation
@@ -70,6 +72,7 @@ class TrainStep:
     strategy: tf.distribute.Strategy
     step_variable: tf.Variable  # int64 optimizer steps
     label_smoothing: float
+    class_weights: np.ndarray | None  # float32 [classes] loss weights (train.class_balance)
     input_transform: Callable[[tf.Tensor], tf.Tensor] | None
     local_updates: bool  # kavg: local variables, one replica per worker
     kavg_steps: int
@@ -210,6 +213,8 @@ class TrainStep:
             losses = cross_entropy
             if feature_losses is not None:
                 losses = cross_entropy + self.distillation.weight * feature_losses
+            if self.class_weights is not None:  # train.class_balance weights: per example
+                losses = losses * tf.gather(tf.constant(self.class_weights), labels)
             loss = tf.reduce_sum(losses) / global_batch
             regularisers = self.trained_model.losses
             if regularisers:  # counted once over replicas and micro-batches

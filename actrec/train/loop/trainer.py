@@ -35,8 +35,10 @@ accumulation steps of micro-batch b; the model maps clips [b, ...] to logits [b,
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
+
+import numpy as np
 
 from actrec.config.validate import validate_train_section
 from actrec.errors import ConfigError
@@ -106,6 +108,8 @@ class DistributedTrainer(TrainStep):
     distillation: a flow teacher to distil from (actrec.train.distillation.loss); the training
         clips are then (student clips, teacher clips), and `self.distillation` holds the
         teacher, the projection and the model the optimizer trains (student + projection).
+    class_weights: float [classes]: each training example's loss x its class's weight
+        (train.class_balance weights: actrec.train.inputs.class_balance); None: unweighted.
 
     Attributes: model, optimizer, strategy, step_variable (int64 optimizer steps, for
     checkpoints), num_replicas_in_sync (global replicas; workers under kavg),
@@ -124,6 +128,7 @@ class DistributedTrainer(TrainStep):
         seed: int = 0,
         input_transform: Callable[[tf.Tensor], tf.Tensor] | None = None,
         distillation: DistillationSettings | None = None,
+        class_weights: Sequence[float] | None = None,
     ):
         import keras
         import tensorflow as tf
@@ -134,6 +139,9 @@ class DistributedTrainer(TrainStep):
         self.strategy = strategy
         self.train = train
         self.label_smoothing = float(train.label_smoothing)
+        self.class_weights = (
+            None if class_weights is None else np.asarray(class_weights, dtype=np.float32)
+        )
         self.input_transform = input_transform
         self.replicas_per_worker = _replicas_per_worker(strategy)
         self.num_workers = max(1, strategy.num_replicas_in_sync // self.replicas_per_worker)
@@ -319,11 +327,14 @@ class DistributedTrainer(TrainStep):
         return self.strategy.reduce("SUM", per_replica, axis=None)
 
 
-def build_trainer(strategy, recipe, num_classes: int, input_transform=None, teacher=None):
+def build_trainer(
+    strategy, recipe, num_classes: int, input_transform=None, teacher=None, class_weights=None
+):
     """The recipe's DistributedTrainer on `strategy`: its model, optimizer and
     synchronisation (recipe.train), seeded by recipe.runtime.seed. input_transform: run on
     each batch before the model (e.g. the on-device clip finishing). teacher: the checked
-    flow teacher of a distilled run (actrec.train.distillation.teacher.Teacher), or None."""
+    flow teacher of a distilled run (actrec.train.distillation.teacher.Teacher), or None.
+    class_weights: float [num_classes] loss weights (train.class_balance weights), or None."""
     from actrec.models.factory import model_builder
     from actrec.train.distillation.loss import distillation_settings
 
@@ -334,4 +345,5 @@ def build_trainer(strategy, recipe, num_classes: int, input_transform=None, teac
         seed=recipe.runtime.seed,
         input_transform=input_transform,
         distillation=distillation_settings(teacher, recipe),
+        class_weights=class_weights,
     )
