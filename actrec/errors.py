@@ -45,7 +45,8 @@ class ConfigError(ActrecError):
 class VideoReadError(ActrecError):
     """A video cannot be used; `reason` is a short machine-readable code for reports.
 
-    Reasons: "missing", "empty-file", "undecodable", "too-short".
+    Reasons: "missing", "empty-file", "undecodable", "too-short", "frame-gap" (a frame
+    folder with a gap in its numbering).
     """
 
     def __init__(self, path: Path | str, reason: str, detail: str):

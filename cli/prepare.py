@@ -25,8 +25,9 @@ from actrec_cli.prepare_report import (
 from actrec.data.prepare.executors.registry import checked_options, open_executor
 from actrec.data.sources import SOURCES
 
+NAME_WIDTH = max(len(name) for name in SOURCES)
 DATASETS_HELP = "\b\n" + "\n".join(
-    f"  {source.name:10} {source.description}" for source in SOURCES.values()
+    f"  {source.name:{NAME_WIDTH}} {source.description}" for source in SOURCES.values()
 )
 
 
@@ -54,7 +55,11 @@ DATASETS_HELP = "\b\n" + "\n".join(
     type=click.Path(path_type=Path),
     help="Folder (or CSV) of the official split files [default: found under --root].",
 )
-@click.option("--split", help="Official split: 1, 2 or 3 for ucf101 / hmdb51 [default: 1].")
+@click.option(
+    "--split",
+    help="Official split: 1, 2 or 3 for ucf101 / hmdb51 [default: 1]. "
+    "something-something-v2 and jester have one: train / validation / test (unlabelled).",
+)
 @encoding_options
 @executor_options
 @folder_split_options

@@ -34,9 +34,10 @@ def test_the_command_line_offers_exactly_the_registries():
 
 @pytest.mark.parametrize("name", list(SOURCES))
 def test_every_dataset_source_has_its_module_and_its_tests(name):
-    module = importlib.import_module(f"actrec.data.sources.{name}")
+    module_name = SOURCES[name].module_name  # the name with "_" for "-"
+    module = importlib.import_module(f"actrec.data.sources.{module_name}")
     assert callable(module.list_videos)
-    assert (REPO_ROOT / "tests" / "data" / f"test_sources_{name}.py").is_file()
+    assert (REPO_ROOT / "tests" / "data" / f"test_sources_{module_name}.py").is_file()
 
 
 @pytest.mark.parametrize("name", list(PROTOCOLS))

@@ -18,7 +18,8 @@ import cv2
 import numpy as np
 
 from actrec.data.format.flow import FlowEstimator, quantize_flow_planes
-from actrec.data.format.video import FrameSize, iter_video_frames
+from actrec.data.format.frame_folder import iter_frames
+from actrec.data.format.video import FrameSize
 
 
 @dataclass
@@ -74,7 +75,7 @@ def iter_frame_jpegs(
     file can also make the decoder fail in other ways.
     """
     previous_grey = None
-    for frame in iter_video_frames(path, frame_size, fps, channel_order="bgr"):  # [H, W, 3]
+    for frame in iter_frames(path, frame_size, fps, channel_order="bgr"):  # [H, W, 3]
         rgb = jpeg_bytes(frame, jpeg_quality) if with_rgb else None
         flow_x = flow_y = None
         if estimate_flow is not None:

@@ -16,7 +16,8 @@ from actrec.errors import ConfigError, DatasetError
 
 @dataclass(frozen=True)
 class Source:
-    """One dataset `actrec prepare` knows: the module actrec.data.sources.NAME lists it.
+    """One dataset `actrec prepare` knows: the module actrec.data.sources.NAME lists it
+    (NAME with "_" for "-": something_something_v2).
 
     numbered_splits: the official lists come in numbered splits (1, 2, 3), chosen with
     `--split` and named in the default output folder (datasets/prepared/NAME-splitN).
@@ -26,6 +27,11 @@ class Source:
     description: str
     numbered_splits: bool = False
 
+    @property
+    def module_name(self) -> str:
+        """The module under actrec.data.sources that lists it ("-" in a name is "_")."""
+        return self.name.replace("-", "_")
+
 
 SOURCES = {
     source.name: source
@@ -33,6 +39,8 @@ SOURCES = {
         Source("ucf101", "UCF101 with its official train / test lists", numbered_splits=True),
         Source("hmdb51", "HMDB51 with its official split files", numbered_splits=True),
         Source("kinetics", "Kinetics-400/600/700 from its CSV annotations"),
+        Source("something-something-v2", "Something-Something V2 from its JSON lists"),
+        Source("jester", "Jester V1 (frame folders) from its CSV lists"),
         Source("folder", "your own videos, one folder per class"),
         Source("synthetic", "the built-in synthetic motion set (`actrec synthetic`)"),
     )
@@ -48,7 +56,7 @@ def list_videos(
     """List the videos of `dataset` under `root` from its official annotations."""
     root = Path(root)
     check_dataset_root(dataset, root)
-    module = importlib.import_module(f"actrec.data.sources.{dataset}")
+    module = importlib.import_module(f"actrec.data.sources.{SOURCES[dataset].module_name}")
     return module.list_videos(root, options or SourceOptions())
 
 

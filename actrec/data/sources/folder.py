@@ -29,11 +29,14 @@ from pathlib import Path
 
 import numpy as np
 
+from actrec.data.format.frame_folder import DEFAULT_FOLDER_FPS
 from actrec.data.sources.base import VIDEO_EXTENSIONS, DatasetListing, SourceOptions, VideoEntry
 from actrec.data.sources.folder_tree import FolderTree, scan_folder_tree
 from actrec.errors import ConfigError, DatasetError
 
 DATASET = "folder"
+IMBALANCE_RATIO = 10
+"""A warning when the largest class has more than this many times the smallest's videos."""
 
 
 def list_videos(root: Path, options: SourceOptions) -> DatasetListing:
@@ -74,6 +77,13 @@ def list_videos(root: Path, options: SourceOptions) -> DatasetListing:
         "it or remove it"
         for name in tree.empty_classes
     ]
+    warnings += imbalance_warnings(sizes)
+    if tree.frame_folders:
+        warnings.append(
+            f"{len(tree.frame_folders)} video(s) are frame folders (folders of image files "
+            f"only, e.g. {tree.frame_folders[0]}/): each is read as one video, its frames in "
+            f"file-name order at {DEFAULT_FOLDER_FPS:g} frames/s"
+        )
     return DatasetListing(
         dataset=DATASET,
         split_name=split_name,
@@ -175,3 +185,19 @@ def split_of_class(
         split_by_id.update(dict.fromkeys(held_out, split))
     split_by_id.update(dict.fromkeys(remaining, "train"))
     return split_by_id
+
+
+def imbalance_warnings(sizes: dict[str, int]) -> list[str]:
+    """One warning naming the largest and smallest class when the largest has more than
+    IMBALANCE_RATIO times the smallest's videos (none otherwise)."""
+    if len(sizes) < 2:
+        return []
+    largest = max(sizes, key=lambda name: (sizes[name], name))
+    smallest = min(sizes, key=lambda name: (sizes[name], name))
+    if sizes[largest] <= IMBALANCE_RATIO * sizes[smallest]:
+        return []
+    return [
+        f"classes are imbalanced: the largest, {largest!r}, has {sizes[largest]} videos, more "
+        f"than {IMBALANCE_RATIO}x the smallest, {smallest!r}, with {sizes[smallest]}; "
+        "compare mean class accuracy with top-1, or add videos to the small classes"
+    ]

@@ -7,6 +7,9 @@ file or folder under the root with the reason it is not a video of a class.
   (.MP4, .Mp4, .mov, ...), anywhere under its class folder: videos in sub-folders
   (`Tai Chi/session1/clip.mp4`) belong to the top-level class folder. Its id is its path
   relative to the root without the extension.
+- A frame folder, a folder under a class folder holding image files only (.jpg, .png,
+  ...; actrec.data.format.frame_folder), is one video: its frames in file-name order.
+  Its id is its path relative to the root.
 - Links are followed: a linked video, a linked class folder, a linked sub-folder. Every
   folder is searched once: a link back to a folder that holds it (a loop) or to a folder
   already searched is reported, not followed. Real class folders are claimed first, so
@@ -26,6 +29,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
+from actrec.data.format.frame_folder import is_frame_folder
 from actrec.data.sources.base import VIDEO_EXTENSIONS, IgnoredPath
 from actrec.errors import DatasetError
 
@@ -33,11 +37,13 @@ from actrec.errors import DatasetError
 @dataclass
 class FolderTree:
     """videos_by_class: {class: {video id: path}} of the class folders holding videos;
-    empty_classes: class folders without any; ignored: everything else, in walk order."""
+    empty_classes: class folders without any; ignored: everything else, in walk order;
+    frame_folders: the ids of the videos that are frame folders."""
 
     videos_by_class: dict[str, dict[str, Path]] = field(default_factory=dict)
     empty_classes: list[str] = field(default_factory=list)
     ignored: list[IgnoredPath] = field(default_factory=list)
+    frame_folders: list[str] = field(default_factory=list)
 
 
 def has_video_extension(name: str) -> bool:
@@ -117,7 +123,11 @@ class _TreeScan:
         for entry in entries:
             child = f"{relative}/{self.shown(entry.name)}"
             kind = self.kind(entry, child)
-            if kind == "folder" and self.enter(entry.path, child):
+            if kind == "folder" and is_frame_folder(Path(entry.path)):
+                if self.enter(entry.path, child):
+                    videos[child] = Path(entry.path)
+                    self.tree.frame_folders.append(child)
+            elif kind == "folder" and self.enter(entry.path, child):
                 self.search(Path(entry.path), child, videos)
             elif kind == "file" and not has_video_extension(entry.name):
                 self.ignore(child, "not-a-video", not_a_video_detail(entry.name))
