@@ -4,7 +4,8 @@
 
 RUN is a finished run of an online TSM (e.g. `actrec train --recipe synthetic-tsm-online
 --data PREPARED --workdir RUN`) whose prepared data is still where it trained. Exports it
-as a SavedModel, as TFLite float32 / float16 / dynamic-range int8, as ONNX, and as the
+as a SavedModel, as TFLite float32 / float16 / dynamic-range int8 / full-integer int8, as ONNX
+float32 / int8 (static QDQ; the int8 models calibrated on 64 training clips), and as the
 streaming (frame-by-frame) SavedModel, TFLite float32 and ONNX, then prints, measured in
 this run on ONE CPU core (TensorFlow, the TFLite interpreter and ONNX Runtime each limited
 to one thread; ONNX needs `pip install 'actrec[onnx]'`):
@@ -85,6 +86,7 @@ def main() -> None:
     from actrec.data.input.clips import evaluation_crop
     from actrec.export.formats.onnx import ONNX_FILE, OnnxRunner
     from actrec.export.predict import ExportedModel
+    from actrec.export.quantization import QuantizationOptions
     from actrec.export.serving import clips_from_frames
     from actrec.export.stream_predict import StreamingModel
     from actrec.export.tflite import TFLITE_FILE, TfliteRunner
@@ -95,12 +97,15 @@ def main() -> None:
     run = load_trained_run(args.run)
     spec = clip_spec(run.recipe, training=False)
     segments = spec.num_segments
+    measured = QuantizationOptions(max_drop=100.0)  # measure here; the table shows the drop
     exports = {
         "SavedModel": {},
         "TFLite float32": {"model_format": "tflite"},
         "TFLite float16": {"model_format": "tflite", "quantize": "float16"},
         "TFLite dynamic int8": {"model_format": "tflite", "quantize": "dynamic"},
+        "TFLite int8": {"model_format": "tflite", "quantize": "int8"},
         "ONNX float32": {"model_format": "onnx"},
+        "ONNX int8": {"model_format": "onnx", "quantize": "int8"},
         "streaming SavedModel": {"streaming": True},
         "streaming TFLite float32": {"streaming": True, "model_format": "tflite"},
         "streaming ONNX float32": {"streaming": True, "model_format": "onnx"},
@@ -110,6 +115,8 @@ def main() -> None:
         folders[name] = out / name.replace(" ", "-")
         if not folders[name].exists():
             print(f"exporting {name} ...", file=sys.stderr)
+            if options.get("quantize", "none") != "none":
+                options = {**options, "quantization": measured}
             export_runs([args.run], folders[name], **options)
 
     videos = test_videos(args.run)
@@ -119,8 +126,14 @@ def main() -> None:
     clips = [clips_from_frames(tf.constant(x["frames"]), spec).numpy() for x in inputs]
 
     rows, predictions = {}, {}
-    clip_formats = ("SavedModel", "TFLite float32", "TFLite float16", "TFLite dynamic int8")
-    for name in (*clip_formats, "ONNX float32"):
+    clip_formats = (
+        "SavedModel",
+        "TFLite float32",
+        "TFLite float16",
+        "TFLite dynamic int8",
+        "TFLite int8",
+    )
+    for name in (*clip_formats, "ONNX float32", "ONNX int8"):
         model = ExportedModel(folders[name])
         predicted = np.array([int(np.argmax(model.probabilities(x)[0])) for x in inputs])
         if name == "SavedModel":
@@ -188,12 +201,24 @@ def main() -> None:
         f"{rows['streaming ONNX float32'][1] / rows['ONNX float32'][1]:.2f} "
         f"(1/T = {1 / segments:.2f})"
     )
-    for name in ("TFLite float32", "TFLite float16", "TFLite dynamic int8", "ONNX float32"):
+    for name in (
+        "TFLite float32",
+        "TFLite float16",
+        "TFLite dynamic int8",
+        "TFLite int8",
+        "ONNX float32",
+        "ONNX int8",
+    ):
         change = (rows[name][2] - rows["SavedModel"][2]) * 100
         print(
             f"{name}: size x{rows[name][0] / rows['TFLite float32'][0]:.2f} of float32, "
             f"top-1 {change:+.1f} points vs SavedModel"
         )
+    print(
+        f"int8 / float32 latency per clip: TFLite "
+        f"{rows['TFLite int8'][1] / rows['TFLite float32'][1]:.2f}, ONNX "
+        f"{rows['ONNX int8'][1] / rows['ONNX float32'][1]:.2f}"
+    )
 
 
 if __name__ == "__main__":

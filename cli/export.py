@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 from actrec_cli.console import console, import_tensorflow_quietly, progress_for
+from actrec_cli.export_options import quantization_options, quantization_settings
 from actrec_cli.options import (
     checkpoint_option,
     format_options,
@@ -80,6 +81,7 @@ def _quantize_help() -> str:
     help=_quantize_help(),
 )
 @format_options("options")
+@quantization_options
 @click.option(
     "--data",
     "data_dir",
@@ -116,6 +118,7 @@ def export(
     the top-k class names, with actrec.json, classes.txt, the recipe and MODEL_CARD.md."""
     from actrec_cli.argument_checks import check_export_arguments
 
+    quantization = quantization_settings(format_options)
     runs = [run_dir] if other_run is None else [run_dir, other_run]
     check_export_arguments(runs, out_dir, data_dir, overwrite)  # before TensorFlow: at once
     import_tensorflow_quietly()
@@ -134,6 +137,7 @@ def export(
         checkpoint=checkpoint,
         streaming=streaming,
         quantize=quantize,
+        quantization=quantization,
         **format_options,
     )
     kind = "two-stream" if len(summary.modalities) == 2 else summary.modalities[0]
@@ -151,6 +155,23 @@ def export(
             f"{summary.reload_difference:.1e} on random inputs"
         )
     model_format = summary.model_format + ("" if quantize == "none" else f" {quantize}")
+    if quantize != "none":
+        console().print(
+            "accuracy gate: "
+            + (
+                summary.gate.summary(quantize)
+                if summary.gate is not None
+                else "not measured ("
+                + (
+                    "a streaming model"
+                    if streaming
+                    else "no held-out clips: give --calibration-data PREPARED"
+                )
+                + ")"
+            ),
+            soft_wrap=True,
+            highlight=False,
+        )
     console().print(
         f"exported {kind} model ({len(summary.classes)} classes, {model_format}) to "
         f"{summary.out_dir} in {summary.seconds:.0f} s; {check}",

@@ -12,6 +12,10 @@ folder, and predictions on video files with it.
     metadata.py       actrec.json, classes.txt and recipe file names; reading actrec.json
     model_card.py     MODEL_CARD.md
     predict.py        ExportedModel, predict_videos: video files -> top-k classes
+    quantization.py, calibration.py, streaming_quantization.py, onnx_int8.py
+                      `--quantize` (int8: calibrated on the run's clips, streaming
+                      models on their real states, ONNX as QDQ)
+    accuracy_gate.py  a quantised export's float and quantised top-1 on held-out clips
     annotation.py, annotated_video.py, annotation_output.py, timeline_strip.py
                       `predict --annotate`: the top-k drawn on frames, the video written,
                       its path checked, `--timeline`'s PNG strip

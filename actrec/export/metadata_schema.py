@@ -173,6 +173,35 @@ def _check_reload_check(metadata: dict) -> None:
         raise _FieldError("reload_check.measure", "a string")
 
 
+def _share(value, where: str, allow_none: bool = False):
+    if value is None and allow_none:
+        return value
+    if _number(value, where) < 0 or value > 1:
+        raise _FieldError(where, "a share from 0 to 1" + (" or null" if allow_none else ""))
+    return value
+
+
+def _check_quantization(metadata: dict) -> None:
+    """quantization (quantised exports since issue 55): the method, the calibration clips
+    (int8) and the accuracy gate's figures (null where not measured)."""
+    if metadata.get("quantization") is None:
+        return
+    entry = _mapping(metadata["quantization"], "quantization")
+    if not isinstance(entry.get("method"), str):
+        raise _FieldError("quantization.method", "a quantisation name")
+    if entry.get("calibration") is not None:
+        calibration = _mapping(entry["calibration"], "quantization.calibration")
+        _integer(calibration.get("clips"), "quantization.calibration.clips")
+    if entry.get("gate") is None:
+        return
+    gate = _mapping(entry["gate"], "quantization.gate")
+    _integer(gate.get("clips"), "quantization.gate.clips")
+    _share(gate.get("agreement"), "quantization.gate.agreement")
+    for name in ("float_top1", "quantized_top1"):
+        _share(gate.get(name), f"quantization.gate.{name}", allow_none=True)
+    _number(gate.get("max_drop"), "quantization.gate.max_drop")
+
+
 def _check_streaming(metadata: dict) -> None:
     streaming = metadata.get("streaming")
     if streaming in (None, False):
@@ -210,6 +239,7 @@ def check_export_metadata(path: Path, metadata: dict) -> None:
         _check_preparation(metadata)
         _check_streaming(metadata)
         _check_reload_check(metadata)
+        _check_quantization(metadata)
     except _FieldError as problem:
         found = _shown(metadata, problem.where)
         raise ConfigError(

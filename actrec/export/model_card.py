@@ -228,6 +228,41 @@ def _trust_section(predicts: bool) -> list[str]:
     ]
 
 
+def quantization_section(metadata: dict) -> list[str]:
+    """ "## Quantisation": how the model was quantised and what it cost (the accuracy gate's
+    figures, actrec.export.accuracy_gate); nothing for a float32 model."""
+    entry = metadata.get("quantization")
+    if not entry:
+        return []
+    lines = ["## Quantisation", ""]
+    calibration = entry.get("calibration")
+    method = entry["method"] + (", integer input and output" if entry.get("integer_io") else "")
+    text = f"Quantised {method}"
+    if calibration:
+        text += (
+            f", calibrated on {calibration['clips']} {calibration['split']} clips of "
+            f"`{calibration['data']}`"
+        )
+    lines += [text + ".", ""]
+    gate = entry.get("gate")
+    if gate is None:
+        lines += ["Its accuracy was not measured (no held-out clips were at hand).", ""]
+        return lines
+    where = f"{gate['clips']} {gate['split']} clips of `{gate['data']}`"
+    if gate["float_top1"] is None:
+        lines.append(
+            f"On {where} (no labels of the model's classes), it agrees with the float32 "
+            f"model's top class on {gate['agreement']:.1%} of them."
+        )
+    else:
+        lines.append(
+            f"On {where}: top-1 {gate['float_top1']:.1%} float32, {gate['quantized_top1']:.1%} "
+            f"{entry['method']} (the export allows a drop of {gate['max_drop']:g} points); "
+            f"both models' top class agrees on {gate['agreement']:.1%} of the clips."
+        )
+    return [*lines, ""]
+
+
 def _with_article(title: str) -> str:
     return ("an " if title[0] in "AEIOU" else "a ") + title
 
@@ -283,6 +318,7 @@ def model_card(name: str, streams: Sequence[ExportedStream], metadata: dict) -> 
         "",
     ]
     lines += _evaluation_section(streams)
+    lines += quantization_section(metadata)
     lines += _usage_section(metadata)
     lines += _trust_section(export_format(metadata["model_format"]).predicts)
     lines += [

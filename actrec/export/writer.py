@@ -23,6 +23,7 @@ from pathlib import Path
 
 from actrec.atomic import fsync_directory, fsync_file, write_json_atomic, write_text_atomic
 from actrec.errors import ActrecError
+from actrec.export.accuracy_gate import GateResult
 from actrec.export.checks import check_out_dir, checked_options, export_preparation, ordered_runs
 from actrec.export.formats.registry import DEFAULT_FORMAT, ExportRequest, export_format
 from actrec.export.metadata import (
@@ -34,6 +35,14 @@ from actrec.export.metadata import (
 )
 from actrec.export.model_card import model_card
 from actrec.export.parity import MEASURE
+from actrec.export.quantization import (
+    RELOAD_MEASURE,
+    QuantizationOptions,
+    calibrated_request,
+    checked_quantization,
+    measured_request_gate,
+    quantization_entry,
+)
 from actrec.export.streams import ExportedStream
 from actrec.progress import NullProgress, Progress
 
@@ -49,6 +58,8 @@ class ExportSummary:
         format's tolerance, else the export failed); actrec.json's reload_check says it.
     reloaded_in_fresh_process: whether the reloaded model ran in a new Python process (the
         model card's own code, for the formats that load with actrec) or in this one.
+    gate: a quantised model's accuracy gate (actrec.export.accuracy_gate; None when
+        not measured).
     """
 
     out_dir: Path
@@ -58,6 +69,7 @@ class ExportSummary:
     reload_difference: float
     seconds: float
     reloaded_in_fresh_process: bool = False
+    gate: GateResult | None = None
 
 
 # --- the folder ------------------------------------------------------------------------------
@@ -108,6 +120,7 @@ def export_runs(
     checkpoint: str = "final",
     streaming: bool = False,
     quantize: str = "none",
+    quantization: QuantizationOptions | None = None,
     **format_options,
 ) -> ExportSummary:
     """Export one run, or an RGB and a flow run fused, into `out_dir`.
@@ -123,8 +136,12 @@ def export_runs(
     streaming: export one online TSM run as a one-frame-in, state-in-and-out SavedModel
         (actrec.export.streaming_export) instead of the clip model.
     quantize: "none" (float32) or a quantisation the format honours (tflite: "float16",
-        "dynamic" int8 weights); a quantised model's difference is reported in
-        ExportSummary.reload_difference, not checked.
+        "dynamic" int8 weights, "int8" full-integer; onnx: "int8"); a quantised model's
+        difference is reported in ExportSummary.reload_difference, not checked: its accuracy
+        gate is its check.
+    quantization: calibration and gate settings of a quantised export
+        (actrec.export.quantization; int8 without data is refused before anything is
+        built; a gate that fails raises ActrecError with both top-1s, nothing written).
     format_options: the format's own options (ExportFormat.options; onnx: opset=13..18),
         refused by a format that does not take them.
     Raises ConfigError / DatasetError for unusable runs, OutputError for an unusable
@@ -137,6 +154,7 @@ def export_runs(
 
     started = time.monotonic()
     progress = progress or NullProgress()
+    quantization = quantization or QuantizationOptions()
 
     weights = checked_options(top_k, fusion_weights)
     exporter = export_format(model_format)
@@ -159,9 +177,12 @@ def export_runs(
         streaming,
         quantize,
         {name: value for name, value in format_options.items() if value is not None},
+        integer_io=quantization.integer_io,
     )
     exporter.check_request(request)
-    preparation = export_preparation(runs, None if data_dir is None else Path(data_dir))
+    data = None if data_dir is None else Path(data_dir)
+    quantization_data = checked_quantization(runs, data, quantize, quantization)
+    preparation = export_preparation(runs, data)
 
     progress.start("export", 3)
     streams = [
@@ -169,6 +190,8 @@ def export_runs(
         for stream in streams
     ]
     request = replace(request, streams=streams)
+    if quantize == "int8":
+        request = calibrated_request(request, quantization_data, quantization)
     progress.advance()
     staging = _staging_dir(out_dir)
     shutil.rmtree(staging, ignore_errors=True)
@@ -183,14 +206,18 @@ def export_runs(
                 f"{written.tolerance}; {MEASURE}); nothing was written to {out_dir}. Please "
                 "report this with the run's recipe."
             )
+        gate = measured_request_gate(request, written, quantization_data, quantization)
+        entry = quantization_entry(request, gate, out_dir)
         metadata = export_metadata(
             streams, classes, exporter.name, weights, preparation, fusion_average, written.metadata
         )
         metadata["reload_check"] = {
             "difference": written.difference if math.isfinite(written.difference) else None,
             "tolerance": written.tolerance,
-            "measure": MEASURE,
+            "measure": MEASURE if quantize == "none" else RELOAD_MEASURE,
         }
+        if entry is not None:
+            metadata["quantization"] = entry
         _write_beside(staging, out_dir.name, streams, metadata)
         _commit(staging, out_dir)
         progress.advance()
@@ -206,4 +233,5 @@ def export_runs(
         reload_difference=difference,
         seconds=time.monotonic() - started,
         reloaded_in_fresh_process=written.fresh_process,
+        gate=gate,
     )

@@ -76,8 +76,10 @@ USAGES = [
         "none of the 2 videos exists (a.avi, b.avi)",
     ),
     (
-        ["predict", "raw/jump/v1.avi", "--model", "export", "--timeline"]
-        + ["--csv", "run/recipe.yaml/t.csv"],
+        [
+            *("predict", "raw/jump/v1.avi", "--model", "export", "--timeline"),
+            *("--csv", "run/recipe.yaml/t.csv"),
+        ],
         "run/recipe.yaml is a file; give another --csv",
     ),
     (

@@ -7,7 +7,8 @@ Written by tf2onnx from the same function the TFLite model is converted from (Ke
 `export_onnx` converts one model's call; a fused model and the streaming step with its
 named states are functions over the models, which tf2onnx converts directly), checked in
 ONNX Runtime against the in-process model (within 1e-4). Needs the `actrec[onnx]` extra
-(tf2onnx, onnx, onnxruntime); float32 only: --quantize is refused.
+(tf2onnx, onnx, onnxruntime). `--quantize int8`: ONNX Runtime's static QDQ quantisation
+(actrec.export.onnx_int8), calibrated on request.calibration, its accuracy gated.
 """
 
 from __future__ import annotations
@@ -192,6 +193,8 @@ class OnnxFormat(ExportFormat):
         "model.onnx for ONNX Runtime (sampled, cropped clips in, normalisation inside, any "
         "batch; layout in actrec.json; needs actrec[onnx])"
     )
+    quantizations = ("none", "int8")
+    quantize_help = "int8: QDQ, per-channel weights, calibrated (--calibration-clips)"
     options = (
         FormatOption(
             "opset",
@@ -239,11 +242,17 @@ class OnnxFormat(ExportFormat):
         if request.streaming:
             exported = _with_next_state_names(function, metadata)
         model = converted(exported, signature, opset)
+        metadata["quantize"] = request.quantize
+        if request.quantize == "int8":
+            from actrec.export.onnx_int8 import quantized_int8
+
+            model = quantized_int8(model, request.calibration)
         write_bytes_atomic(folder / ONNX_FILE, model)
         runner = OnnxRunner(model, "cpu")
         output = "logits" if request.streaming or not request.two_stream else "probabilities"
         difference = probe_difference(function, signature, runner.run, output)
-        return WrittenModel(difference, TOLERANCE, metadata)
+        tolerance = TOLERANCE if request.quantize == "none" else None
+        return WrittenModel(difference, tolerance, metadata, run=runner.run)
 
     def usage_lines(self, metadata: dict) -> list[str]:
         streaming = bool(metadata.get("streaming"))

@@ -56,6 +56,9 @@ class ExportRequest:
     quantize: "none" or one of the format's quantizations.
     options: the format's own options given, by name (ExportFormat.options: e.g. onnx's
         "opset").
+    calibration: int8: the clips its activations are calibrated on
+        (actrec.export.calibration.ClipSet).
+    integer_io: int8 with integer input and output (ExportFormat.integer_io formats).
     """
 
     streams: Sequence[ExportedStream]
@@ -66,6 +69,8 @@ class ExportRequest:
     streaming: bool = False
     quantize: str = "none"
     options: dict = field(default_factory=dict)
+    calibration: Any = None
+    integer_io: bool = False
 
     @property
     def two_stream(self) -> bool:
@@ -83,12 +88,15 @@ class WrittenModel:
     only, as for a quantised model), its actrec.json entries ("model", "inputs",
     "outputs" and any of its own), and whether the reloaded outputs came from a fresh
     Python process running the model card's code (False: reloaded in the exporting process,
-    as for the formats that load without actrec's code)."""
+    as for the formats that load without actrec's code). run: the written model on ready
+    clips (inputs by name -> outputs by name, numpy), for the accuracy gate of a quantised
+    model (actrec.export.accuracy_gate); None where the format does not give it."""
 
     difference: float
     tolerance: float | None
     metadata: dict = field(default_factory=dict)
     fresh_process: bool = False
+    run: Any = field(default=None, compare=False)
 
 
 class ExportFormat:
@@ -118,19 +126,43 @@ class ExportFormat:
     starts_runs: bool = False
     options: tuple[FormatOption, ...] = ()
     runtime_options: tuple[FormatOption, ...] = ()
+    integer_io: bool = False
 
     def check_request(self, request: ExportRequest) -> None:
         """ConfigError for what this format cannot honour, before anything is built."""
         if request.quantize not in self.quantizations:
             if request.quantize in all_quantizations():
+                honouring = [
+                    name
+                    for name in quantizing_format_names()
+                    if request.quantize in export_format(name).quantizations
+                ]
                 raise ConfigError(
                     f"--quantize {request.quantize} needs --format "
-                    + " or ".join(quantizing_format_names())
-                    + f": --format {self.name} writes float32 weights only"
+                    + " or ".join(honouring)
+                    + f": --format {self.name} "
+                    + (
+                        "writes float32 weights only"
+                        if len(self.quantizations) == 1
+                        else f"takes --quantize {' or '.join(self.quantizations[1:])}"
+                    )
                 )
             raise ConfigError(
                 f"--quantize {request.quantize!r} is not valid; choose one of: "
                 f"{', '.join(self.quantizations)} (--format {self.name}'s)"
+            )
+        if request.integer_io and (request.quantize != "int8" or not self.integer_io):
+            raise ConfigError(
+                "--integer-io writes a model with integer input and output: it needs "
+                "--quantize int8 and --format "
+                + " or ".join(n for n in format_names() if export_format(n).integer_io)
+                + "; leave --integer-io out"
+            )
+        if request.integer_io and request.streaming:
+            raise ConfigError(
+                "--integer-io is for clip models: a streaming step's states would change "
+                "scale between its output and its next input; leave --integer-io out (the "
+                "int8 streaming step takes and returns float32, quantised inside)"
             )
         if request.streaming and not self.streaming:
             raise ConfigError(
@@ -271,8 +303,10 @@ def quantizing_format_names() -> tuple[str, ...]:
 
 
 def all_quantizations() -> tuple[str, ...]:
-    """Every `--quantize` value some format honours, "none" first."""
+    """Every `--quantize` value some format honours, "none" first, then in the order of the
+    format that honours the most."""
     values = ["none"]
-    for name in format_names():
+    by_count = sorted(format_names(), key=lambda name: -len(export_format(name).quantizations))
+    for name in by_count:
         values += [q for q in export_format(name).quantizations if q not in values]
     return tuple(values)

@@ -1,0 +1,155 @@
+"""`actrec export --quantize int8`: full-integer TFLite and QDQ ONNX, calibrated on the run's
+own training clips, their accuracy gated against the float model on the held-out clips."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import onnx
+
+from actrec.export.calibration import HELD_OUT_SPLITS, clip_set
+from actrec.export.metadata import read_export_metadata
+from actrec.export.tflite import TfliteRunner
+from actrec.export.writer import export_runs
+
+
+def _tensor_types(path) -> tuple[dict, list, list]:
+    """({tensor name: dtype} of the model's tensors, input details, output details)."""
+    import tensorflow as tf
+
+    interpreter = tf.lite.Interpreter(model_path=str(path))
+    tensors = {detail["name"]: detail["dtype"] for detail in interpreter.get_tensor_details()}
+    return tensors, interpreter.get_input_details(), interpreter.get_output_details()
+
+
+def _recomputed_agreement(float_dir, int8_dir, prepared, streams_of) -> tuple[float, int]:
+    """Both exported models' top class on the gate's clips (the test split: the tiny set has
+    no val split), run here: (agreement, clips)."""
+    from actrec.export.formats.registry import format_of_export
+
+    metadata = read_export_metadata(float_dir)
+    clips = clip_set(prepared, HELD_OUT_SPLITS, streams_of, metadata["classes"], 64)
+    runs = []
+    for folder in (float_dir, int8_dir):
+        meta = read_export_metadata(folder)
+        model = format_of_export(folder, meta).clip_model(folder, meta)
+        runs.append(model.run)
+    tops = [
+        np.array([np.argmax(run(clips.clip(i))["logits"][0]) for i in range(clips.count)])
+        for run in runs
+    ]
+    return float(np.mean(tops[0] == tops[1])), clips.count
+
+
+def _streams(run_dir):
+    from actrec.data.input.clip_spec import clip_spec
+    from actrec.export.streams import ExportedStream
+    from actrec.runs.trained import load_trained_run
+
+    run = load_trained_run(run_dir, "final")
+    return [ExportedStream(clip_spec(run.recipe, training=False), run=run)]
+
+
+def test_int8_tflite_is_full_integer_and_gated(tiny_runs, tmp_path, cli_runner):
+    """The conv weights and the activations are int8, the input and output float32 by
+    default (uint8 / int8 with --integer-io); the gate's figures are in actrec.json and the
+    model card, and its agreement is what running both exports gives."""
+    run, prepared = tiny_runs["rgb"], tiny_runs["prepared"]
+    export_runs([run], tmp_path / "float", model_format="tflite")
+    result = cli_runner(
+        "export", run, "--out", tmp_path / "int8", "--format", "tflite", "--quantize", "int8",
+        "--calibration-clips", "8", "--max-drop", "100",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "accuracy gate: top-1 float32" in result.output and "8 test clips" in result.output
+    tensors, inputs, outputs = _tensor_types(tmp_path / "int8" / "model.tflite")
+    assert inputs[0]["dtype"] == np.float32 and outputs[0]["dtype"] == np.float32
+    int8_tensors = [name for name, dtype in tensors.items() if dtype == np.int8]
+    assert any("conv" in name.lower() for name in int8_tensors), int8_tensors
+    assert len(int8_tensors) > len(tensors) // 2  # activations too, not weights only
+    assert np.float32 not in {dtype for name, dtype in tensors.items() if "conv" in name.lower()}
+
+    metadata = read_export_metadata(tmp_path / "int8")
+    gate = metadata["quantization"]["gate"]
+    assert metadata["quantization"]["method"] == "int8"
+    assert metadata["quantization"]["calibration"]["clips"] == 8
+    assert metadata["quantization"]["calibration"]["split"] == "train"
+    assert gate["split"] == "test" and gate["clips"] == 8 and gate["max_drop"] == 100
+    assert "accuracy gate" in metadata["reload_check"]["measure"]
+    agreement, count = _recomputed_agreement(
+        tmp_path / "float", tmp_path / "int8", prepared, _streams(run)
+    )
+    assert (gate["agreement"], gate["clips"]) == (agreement, count)
+    assert agreement >= 0.75  # the tiny model: int8 keeps (nearly) every top class
+    card = (tmp_path / "int8" / "MODEL_CARD.md").read_text()
+    assert "## Quantisation" in card and f"{gate['agreement']:.1%}" in card
+    assert f"{gate['float_top1']:.1%} float32" in card
+
+    export_runs(
+        [run], tmp_path / "io", model_format="tflite", quantize="int8",
+        quantization=_options(integer_io=True, max_drop=100, gate_clips=1),
+    )  # fmt: skip
+    _, inputs, outputs = _tensor_types(tmp_path / "io" / "model.tflite")
+    assert inputs[0]["dtype"] == np.uint8 and {o["dtype"] for o in outputs} == {np.int8}
+    assert json.loads((tmp_path / "io" / "actrec.json").read_text())["integer_io"] is True
+    # the runner quantises the float 0-255 input and dequantises the outputs
+    clip = np.full([1, 2, 32, 32, 3], 128.0, np.float32)
+    probabilities = TfliteRunner(tmp_path / "io" / "model.tflite").run({"frames": clip})
+    assert abs(float(np.sum(probabilities["probabilities"])) - 1) < 0.05
+
+
+def _options(**values):
+    from actrec.export.quantization import QuantizationOptions
+
+    return QuantizationOptions(**{"calibration_clips": 8, **values})
+
+
+def test_int8_onnx_has_qdq_nodes_and_is_gated(tiny_runs, tmp_path):
+    """ONNX int8: QuantizeLinear / DequantizeLinear around the ops, run by ONNX Runtime;
+    its gate agreement is what running the float and the int8 export gives."""
+    run = tiny_runs["rgb"]
+    export_runs([run], tmp_path / "float", model_format="onnx")
+    summary = export_runs(
+        [run], tmp_path / "int8", model_format="onnx", quantize="int8",
+        quantization=_options(max_drop=100),
+    )  # fmt: skip
+    graph = onnx.load(str(tmp_path / "int8" / "model.onnx")).graph
+    ops = {node.op_type for node in graph.node}
+    assert {"QuantizeLinear", "DequantizeLinear"} <= ops
+    assert sum(node.op_type == "DequantizeLinear" for node in graph.node) > 10
+    gate = read_export_metadata(tmp_path / "int8")["quantization"]["gate"]
+    assert summary.gate.agreement == gate["agreement"]
+    agreement, count = _recomputed_agreement(
+        tmp_path / "float", tmp_path / "int8", tiny_runs["prepared"], _streams(run)
+    )
+    assert (gate["agreement"], gate["clips"]) == (agreement, count)
+    assert agreement >= 0.75
+
+
+def test_streaming_int8_is_calibrated_on_real_states_and_gated(tiny_online, tmp_path):
+    """The online TSM's step in int8 TFLite and ONNX: calibrated on the frames of training
+    clips with the states the float step met, gated on the test clips streamed frame by
+    frame; the states stay float32 inputs and outputs; `actrec predict --stream` runs it."""
+    from actrec.export.stream_predict import StreamingModel
+
+    run = tiny_online["run"]
+    options = _options(calibration_clips=4, max_drop=100)
+    for model_format in ("tflite", "onnx"):
+        out = tmp_path / model_format
+        summary = export_runs(
+            [run], out, model_format=model_format, streaming=True, quantize="int8",
+            quantization=options,
+        )  # fmt: skip
+        entry = read_export_metadata(out)["quantization"]
+        assert entry["calibration"]["clips"] == 4 and entry["calibration"]["frames"] == 8
+        assert entry["gate"]["split"] == "test" and entry["gate"]["clips"] == 8
+        # the tiny model's logits nearly tie (an untrained network): most clips keep their
+        # class
+        assert entry["gate"]["agreement"] == summary.gate.agreement >= 0.625
+        model = StreamingModel(out)
+        frame = np.full([48, 64, 3], 100, np.uint8)
+        assert np.all(np.isfinite(model.step(frame)))
+    tensors, inputs, outputs = _tensor_types(tmp_path / "tflite" / "model.tflite")
+    assert {detail["dtype"] for detail in inputs + outputs} == {np.float32}
+    assert sum(dtype == np.int8 for dtype in tensors.values()) > len(tensors) // 2
