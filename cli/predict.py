@@ -43,7 +43,8 @@ def _check_annotation(annotate: Path | None, videos: tuple[str, ...], timeline: 
         return
     check_annotation_output(annotate, videos, timeline)
     for output in annotation_outputs(annotate, timeline):
-        refuse_a_file_on_the_way(output, "--annotate")
+        if not Path(output).is_file():  # an earlier output is replaced
+            refuse_a_file_on_the_way(output, "--annotate")
 
 
 def _write_annotated_clip(video: str, prediction, model_dir: Path, annotate: Path) -> None:

@@ -120,3 +120,50 @@ def test_prepare_reports_bad_entries_and_resumes_to_identical_bytes(
     assert shards == sorted(path.name for path in resumed.glob("*.tfrecord"))
     for name in shards:
         assert (resumed / name).read_bytes() == (whole / name).read_bytes()
+
+
+@pytest.mark.slow
+def test_a_converted_ssv2_model_evaluates_with_its_174_classes_and_a_tsm_trains(
+    ssv2_root, tmp_path, cli_runner
+):
+    """The done-when of SSv2: TSM's published Something-Something V2 layout (a reference
+    checkpoint with random weights, tests/published) converted and evaluated on a prepared
+    SSv2-layout set with its classifier kept, the classes in the source's order; a tiny TSM
+    trains on the same set for two steps."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "published"))
+    import torch_reference as reference  # torch needed
+    from conftest import TINY_RUN_SETTINGS
+
+    prepared = tmp_path / "prepared"
+    at_224 = [*ARGUMENTS[:2], "--size", "224", *ARGUMENTS[4:]]  # the model's crop fits
+    result = cli_runner(
+        "prepare", "something-something-v2", "--root", ssv2_root, "--out", prepared, *at_224
+    )
+    assert result.exit_code == 0, result.output
+    model = reference.randomise_(reference.tsm_resnet(174, 8), seed=5)
+    checkpoint = reference.save_tsm(model, tmp_path, dataset="somethingv2", epochs=45)
+    run = tmp_path / "runs" / "tsm-ssv2"
+    result = cli_runner("pretrained", "convert", checkpoint, "--out", run)
+    assert result.exit_code == 0, result.output
+    assert json.loads((run / "run.json").read_text())["classes"] == list(CLASSES)
+
+    out = tmp_path / "eval"
+    result = cli_runner("eval", run, "--data", prepared, "--split", "val", "--out", out)
+    assert result.exit_code == 0, result.output
+    results = json.loads((out / "results.json").read_text())
+    assert results["num_videos"] == 1  # video 22 is absent
+    import csv
+
+    rows = list(csv.DictReader((out / "per_class.csv").open()))
+    assert [row["class"] for row in rows] == list(CLASSES)  # the source's order
+
+    arguments = ["train", "--recipe", "tsm-something-something-v2", "--data", prepared]
+    arguments += ["--workdir", tmp_path / "trained"]
+    for setting in [*TINY_RUN_SETTINGS, "model.weights=none", "train.batch_size=2"]:
+        arguments += ["--set", setting]
+    result = cli_runner(*arguments, "--set", "runtime.steps_per_epoch=2")
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "trained" / "final.weights.h5").is_file()

@@ -27,8 +27,9 @@ FAST_COMMANDS = (
     ("actrec", "predict"),
 )
 # Pages whose commands need a folder of their own, run command by command by their test
-# (docs/fine-tuning.md: tests/train/test_finetune.py, on a folder of "your own videos").
-PAGES_RUN_BY_THEIR_TEST = ("fine-tuning.md",)
+# (docs/fine-tuning.md: tests/train/test_finetune.py, on a folder of "your own videos";
+# docs/deploy.md: tests/docs/test_deploy_journey.py, in an empty folder).
+PAGES_RUN_BY_THEIR_TEST = ("fine-tuning.md", "deploy.md")
 # Pages that the README or the docs link to and that another change writes: a link to one
 # may point nowhere until it lands (then it is checked like any other).
 
