@@ -77,10 +77,9 @@ def calibration_set(folder: Path) -> Path:
             [*ACTREC, "synthetic", raw, "--videos-per-class", "2", "--frames", "16"],
             folder / "synthetic.log",
         )
-        run(
-            [*ACTREC, "prepare", "synthetic", "--root", raw, "--out", prepared, "--flow", "none"],
-            folder / "calibration.log",
-        )
+        options = ["--flow", "none", "--size", "256"]  # frames the 224 crop fits in
+        command = [*ACTREC, "prepare", "synthetic", "--root", raw, "--out", prepared, *options]
+        run(command, folder / "calibration.log")
     return prepared
 
 
