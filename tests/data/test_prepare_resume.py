@@ -29,19 +29,54 @@ def _records(prepared) -> dict[str, tuple[str, str]]:
     return {video["id"]: (video["digest"], video["shard"]) for video in manifest["videos"]}
 
 
-@pytest.mark.slow
-def test_sigkill_mid_run_then_resume_gives_identical_records(tmp_path):
+def _synthetic_root(tmp_path):
     root = tmp_path / "raw"
     generate_synthetic_dataset(
         root, SyntheticConfig(videos_per_class=4, num_frames=12, width=64, height=48)
     )
+    return root
+
+
+def _jester_root(tmp_path):
+    """Jester's official layout: 32 folders of 12 JPEG frames (64x48, a moving square) in
+    4 classes, all in the train list (the labels file: Jester's 27 names)."""
+    import cv2
+    import numpy as np
+
+    from actrec.published.class_lists import published_class_names
+
+    root = tmp_path / "jester"
+    names = published_class_names("jester-mmaction2")
+    (root / "20bn-jester-v1").mkdir(parents=True)
+    (root / "jester-v1-labels.csv").write_text("\n".join(names) + "\n")
+    lines = []
+    for number in range(32):
+        video_id = str(1000 + number)
+        lines.append(f"{video_id};{names[number % 4]}")
+        folder = root / "20bn-jester-v1" / video_id
+        folder.mkdir()
+        for index in range(12):
+            frame = np.full((48, 64, 3), 8 * number, np.uint8)
+            frame[16:32, 2 * index : 2 * index + 16] = 255
+            assert cv2.imwrite(str(folder / f"{index + 1:05d}.jpg"), frame)
+    (root / "jester-v1-train.csv").write_text("\n".join(lines) + "\n")
+    (root / "jester-v1-validation.csv").write_text("")
+    return root
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("dataset", "make_root"), [("synthetic", _synthetic_root), ("jester", _jester_root)]
+)
+def test_sigkill_mid_run_then_resume_gives_identical_records(tmp_path, dataset, make_root):
+    root = make_root(tmp_path)
     killed = tmp_path / "killed"
     command = [
         sys.executable,
         "-m",
         "actrec_cli.main",
         "prepare",
-        "synthetic",
+        dataset,
         "--root",
         str(root),
         "--out",
@@ -64,7 +99,7 @@ def test_sigkill_mid_run_then_resume_gives_identical_records(tmp_path):
     closed_lines = len(state.read_text().splitlines())
     assert closed_lines >= 2
 
-    listing = list_videos("synthetic", root)
+    listing = list_videos(dataset, root)
     resumed = prepare_dataset(listing, killed, SETTINGS, workers=1)
     assert resumed.resumed_videos >= 2  # finished videos were not redone
     reference = prepare_dataset(listing, tmp_path / "reference", SETTINGS, workers=1)
