@@ -19,6 +19,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from actrec.data.sources.base import UNLABELLED, DatasetListing, SourceOptions, VideoEntry
+from actrec.data.sources.official_lists import annotation_folder, listing_from_lists
 from actrec.errors import AnnotationError, DatasetError
 
 DATASET = "jester"
@@ -26,63 +27,30 @@ LABELS_FILE = "jester-v1-labels.csv"
 SPLIT_FILES = {"train": "jester-v1-train.csv", "val": "jester-v1-validation.csv"}
 TEST_FILE = "jester-v1-test.csv"
 FRAME_FOLDER = "20bn-jester-v1"
-SPLIT_NAME = "official"
+LABELS_WHAT = (
+    "one gesture name per line (27 lines), shipped with jester-v1-train.csv / -validation.csv / "
+    "-test.csv"
+)
 
 
 def list_videos(root: Path, options: SourceOptions) -> DatasetListing:
     """List the train, validation and (unlabelled) test videos of Jester."""
-    annotation_folder = annotation_folder_for(root, options.annotations)
-    labels_path = annotation_folder / LABELS_FILE
+    folder = annotation_folder(root, options.annotations, LABELS_FILE, LABELS_WHAT)
+    labels_path = folder / LABELS_FILE
     classes = tuple(line for _, line in csv_lines(labels_path))
     if not classes:
         raise DatasetError(f"{labels_path} is empty; it should hold one class name per line")
-    label_by_name = {name: label for label, name in enumerate(classes)}
     frame_root = root / FRAME_FOLDER if (root / FRAME_FOLDER).is_dir() else root
-    entries: list[VideoEntry] = []
-    warnings: list[str] = []
-    read_files = [labels_path]
-    for split, file_name in (*SPLIT_FILES.items(), ("test", TEST_FILE)):
-        path = annotation_folder / file_name
-        if not path.is_file():
-            warnings.append(f"{path} not found, so the {split} split is empty")
-            continue
-        read_files.append(path)
-        labels = None if split == "test" else label_by_name
-        split_entries, unknown = entries_from_csv(path, frame_root, split, labels)
-        entries.extend(split_entries)
-        if unknown:
-            shown = "; ".join(f"id {video_id}: {label!r}" for video_id, label in unknown[:3])
-            more = f" and {len(unknown) - 3} more" if len(unknown) > 3 else ""
-            warnings.append(
-                f"{len(unknown)} video(s) of {path.name} left out: their label is not in "
-                f"{LABELS_FILE} ({shown}{more}); use the labels file of the same release"
-            )
-    entries.sort(key=lambda entry: (entry.split, entry.video_id))
-    return DatasetListing(
-        dataset=DATASET,
-        split_name=SPLIT_NAME,
-        classes=classes,
-        entries=tuple(entries),
-        annotation_files=tuple(read_files),
-        warnings=tuple(warnings),
-    )
-
-
-def annotation_folder_for(root: Path, annotations: Path | None) -> Path:
-    """The folder holding the labels file; DatasetError naming the file when it is absent."""
-    if annotations is not None:
-        annotations = Path(annotations)
-        candidates = [annotations.parent if annotations.is_file() else annotations]
-    else:
-        candidates = [root, root / "labels", root / "annotations"]
-    for folder in candidates:
-        if (folder / LABELS_FILE).is_file():
-            return folder
-    looked = ", ".join(str(folder) for folder in candidates)
-    raise DatasetError(
-        f"{LABELS_FILE} not found in {looked}: it is the dataset's class list, one gesture "
-        "name per line (27 lines), shipped with jester-v1-train.csv / -validation.csv / "
-        "-test.csv; put them in the root or pass their folder with --annotations"
+    list_files = {
+        split: folder / name for split, name in (*SPLIT_FILES.items(), ("test", TEST_FILE))
+    }
+    return listing_from_lists(
+        DATASET,
+        classes,
+        labels_path,
+        list_files,
+        lambda path, split, labels: entries_from_csv(path, frame_root, split, labels),
+        "label",
     )
 
 

@@ -24,6 +24,7 @@ import json
 from pathlib import Path
 
 from actrec.data.sources.base import UNLABELLED, DatasetListing, SourceOptions, VideoEntry
+from actrec.data.sources.official_lists import annotation_folder, listing_from_lists
 from actrec.errors import DatasetError
 
 DATASET = "something-something-v2"
@@ -33,61 +34,27 @@ SPLIT_FILES = {"train": f"{PREFIX}-train.json", "val": f"{PREFIX}-validation.jso
 TEST_FILE = f"{PREFIX}-test.json"
 VIDEO_FOLDER = "20bn-something-something-v2"
 VIDEO_EXTENSION = ".webm"
-SPLIT_NAME = "official"
+LABELS_WHAT = (
+    'a JSON object {"class name": "index", ...} (174 classes) shipped with the train / '
+    "validation / test JSON files"
+)
 
 
 def list_videos(root: Path, options: SourceOptions) -> DatasetListing:
     """List the train, validation and (unlabelled) test videos of Something-Something V2."""
-    annotation_folder = annotation_folder_for(root, options.annotations)
-    labels_path = annotation_folder / LABELS_FILE
-    classes = classes_from_labels(labels_path)
-    label_by_name = {name: label for label, name in enumerate(classes)}
+    folder = annotation_folder(root, options.annotations, LABELS_FILE, LABELS_WHAT)
+    labels_path = folder / LABELS_FILE
     video_folder = root / VIDEO_FOLDER if (root / VIDEO_FOLDER).is_dir() else root
-    entries: list[VideoEntry] = []
-    warnings: list[str] = []
-    read_files = [labels_path]
-    for split, file_name in (*SPLIT_FILES.items(), ("test", TEST_FILE)):
-        path = annotation_folder / file_name
-        if not path.is_file():
-            warnings.append(f"{path} not found, so the {split} split is empty")
-            continue
-        read_files.append(path)
-        labels = None if split == "test" else label_by_name
-        split_entries, unknown = entries_from_list(path, video_folder, split, labels)
-        entries.extend(split_entries)
-        if unknown:
-            shown = "; ".join(f"id {video_id}: {template!r}" for video_id, template in unknown[:3])
-            more = f" and {len(unknown) - 3} more" if len(unknown) > 3 else ""
-            warnings.append(
-                f"{len(unknown)} video(s) of {path.name} left out: their template is not in "
-                f"{LABELS_FILE} ({shown}{more}); use the labels file of the same release"
-            )
-    entries.sort(key=lambda entry: (entry.split, entry.video_id))
-    return DatasetListing(
-        dataset=DATASET,
-        split_name=SPLIT_NAME,
-        classes=classes,
-        entries=tuple(entries),
-        annotation_files=tuple(read_files),
-        warnings=tuple(warnings),
-    )
-
-
-def annotation_folder_for(root: Path, annotations: Path | None) -> Path:
-    """The folder holding the labels file; DatasetError naming the file when it is absent."""
-    if annotations is not None:
-        annotations = Path(annotations)
-        candidates = [annotations.parent if annotations.is_file() else annotations]
-    else:
-        candidates = [root, root / "labels", root / "annotations"]
-    for folder in candidates:
-        if (folder / LABELS_FILE).is_file():
-            return folder
-    looked = ", ".join(str(folder) for folder in candidates)
-    raise DatasetError(
-        f"{LABELS_FILE} not found in {looked}: it is the dataset's class list, a JSON object "
-        '{"class name": "index", ...} (174 classes) shipped with the train / validation / '
-        "test JSON files; put them in the root or pass their folder with --annotations"
+    list_files = {
+        split: folder / name for split, name in (*SPLIT_FILES.items(), ("test", TEST_FILE))
+    }
+    return listing_from_lists(
+        DATASET,
+        classes_from_labels(labels_path),
+        labels_path,
+        list_files,
+        lambda path, split, labels: entries_from_list(path, video_folder, split, labels),
+        "template",
     )
 
 
