@@ -237,6 +237,8 @@ def quantization_section(metadata: dict) -> list[str]:
     lines = ["## Quantisation", ""]
     calibration = entry.get("calibration")
     method = entry["method"] + (", integer input and output" if entry.get("integer_io") else "")
+    if entry.get("float_products"):
+        method += " (its matrix products, the classifier's, in float32)"
     text = f"Quantised {method}"
     if calibration:
         text += (

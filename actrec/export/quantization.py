@@ -118,6 +118,9 @@ def quantization_entry(request, gate: GateResult | None, out_dir) -> dict | None
     return {
         "method": request.quantize,
         "integer_io": bool(request.integer_io),
+        # int8 with float input and output keeps its matrix products (the classifier's)
+        # float32: actrec.export.tflite.FLOAT_OPS_OF_INT8, actrec.export.onnx_int8
+        "float_products": request.quantize == "int8" and not request.integer_io,
         "calibration": None if calibration is None else _calibration_entry(request),
         "gate": None if gate is None else gate.entry(),
     }

@@ -23,6 +23,19 @@ def _tensor_types(path) -> tuple[dict, list, list]:
     return tensors, interpreter.get_input_details(), interpreter.get_output_details()
 
 
+def _op_types(path) -> dict[str, set]:
+    """{TFLite op name: the dtypes of its first input and its output}, over the model's ops."""
+    import tensorflow as tf
+
+    interpreter = tf.lite.Interpreter(model_path=str(path))
+    dtypes = {detail["index"]: detail["dtype"] for detail in interpreter.get_tensor_details()}
+    types: dict[str, set] = {}
+    for op in interpreter._get_ops_details():
+        tensors = [op["inputs"][0], op["outputs"][0]]
+        types.setdefault(op["op_name"], set()).update(dtypes[int(t)] for t in tensors)
+    return types
+
+
 def _recomputed_agreement(float_dir, int8_dir, prepared, streams_of) -> tuple[float, int]:
     """Both exported models' top class on the gate's clips (the test split: the tiny set has
     no val split), run here: (agreement, clips)."""
@@ -69,10 +82,15 @@ def test_int8_tflite_is_full_integer_and_gated(tiny_runs, tmp_path, cli_runner):
     assert any("conv" in name.lower() for name in int8_tensors), int8_tensors
     assert len(int8_tensors) > len(tensors) // 2  # activations too, not weights only
     assert np.float32 not in {dtype for name, dtype in tensors.items() if "conv" in name.lower()}
+    # ... but the classifier's product stays float32 (int8 logits flip near-even classes)
+    op_types = _op_types(tmp_path / "int8" / "model.tflite")
+    assert op_types["FULLY_CONNECTED"] == {np.float32}
+    assert op_types["CONV_2D"] == op_types["DEPTHWISE_CONV_2D"] == {np.int8}
 
     metadata = read_export_metadata(tmp_path / "int8")
     gate = metadata["quantization"]["gate"]
     assert metadata["quantization"]["method"] == "int8"
+    assert metadata["quantization"]["float_products"] is True
     assert metadata["quantization"]["calibration"]["clips"] == 8
     assert metadata["quantization"]["calibration"]["split"] == "train"
     assert gate["split"] == "test" and gate["clips"] == 8 and gate["max_drop"] == 100
@@ -84,6 +102,7 @@ def test_int8_tflite_is_full_integer_and_gated(tiny_runs, tmp_path, cli_runner):
     assert agreement >= 0.75  # the tiny model: int8 keeps (nearly) every top class
     card = (tmp_path / "int8" / "MODEL_CARD.md").read_text()
     assert "## Quantisation" in card and f"{gate['agreement']:.1%}" in card
+    assert "the classifier's, in float32" in card
     assert f"{gate['float_top1']:.1%} float32" in card
 
     export_runs(
@@ -92,7 +111,9 @@ def test_int8_tflite_is_full_integer_and_gated(tiny_runs, tmp_path, cli_runner):
     )  # fmt: skip
     _, inputs, outputs = _tensor_types(tmp_path / "io" / "model.tflite")
     assert inputs[0]["dtype"] == np.uint8 and {o["dtype"] for o in outputs} == {np.int8}
-    assert json.loads((tmp_path / "io" / "actrec.json").read_text())["integer_io"] is True
+    metadata = json.loads((tmp_path / "io" / "actrec.json").read_text())
+    assert metadata["integer_io"] is True and metadata["quantization"]["float_products"] is False
+    assert _op_types(tmp_path / "io" / "model.tflite")["FULLY_CONNECTED"] == {np.int8}
     # the runner quantises the float 0-255 input and dequantises the outputs
     clip = np.full([1, 2, 32, 32, 3], 128.0, np.float32)
     probabilities = TfliteRunner(tmp_path / "io" / "model.tflite").run({"frames": clip})
@@ -118,6 +139,13 @@ def test_int8_onnx_has_qdq_nodes_and_is_gated(tiny_runs, tmp_path):
     ops = {node.op_type for node in graph.node}
     assert {"QuantizeLinear", "DequantizeLinear"} <= ops
     assert sum(node.op_type == "DequantizeLinear" for node in graph.node) > 10
+    # the classifier's product stays float32: its weights are not quantised, nor its output
+    dequantized = {node.output[0] for node in graph.node if node.op_type == "DequantizeLinear"}
+    quantized = {node.input[0] for node in graph.node if node.op_type == "QuantizeLinear"}
+    products = [node for node in graph.node if node.op_type in ("MatMul", "Gemm")]
+    assert products and all(node.input[1] not in dequantized for node in products)
+    classifier = [node for node in graph.node if "classifier" in node.name]
+    assert classifier and not any(set(node.output) & quantized for node in classifier)
     gate = read_export_metadata(tmp_path / "int8")["quantization"]["gate"]
     assert summary.gate.agreement == gate["agreement"]
     agreement, count = _recomputed_agreement(
