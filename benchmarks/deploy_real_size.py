@@ -64,7 +64,7 @@ def checkpoints(folder: Path, models: list[str]) -> dict[str, Path]:
         model = reference.randomise_(reference.online_mobilenet_v2(27), seed=6)
         files["TSM MobileNetV2 (online)"] = reference.save_online_demo(model, folder)
     if "resnet" in models:
-        model = reference.randomise_(reference.tsm_resnet(num_classes=400), seed=7)
+        model = reference.randomise_(reference.tsm_resnet(400, 8), seed=7)
         files["TSM ResNet-50"] = reference.save_tsm(model, folder)
     return files
 
@@ -93,6 +93,8 @@ def model_bytes(folder: Path) -> int:
 
 def reload_check(folder: Path) -> str:
     """The export's own reload check (actrec.json): its scaled difference and tolerance."""
+    if not (folder / "actrec.json").is_file():
+        return "-"  # not an actrec export
     check = json.loads((folder / "actrec.json").read_text()).get("reload_check") or {}
     if "difference" not in check:
         return "-"
@@ -172,7 +174,6 @@ def median_ms(call, repeats: int) -> float:
 def measure(folder: Path, threads: int, repeats: int) -> float:
     import numpy as np
 
-    metadata = json.loads((folder / "actrec.json").read_text())
     if (folder / "model.tflite").is_file():
         from ai_edge_litert.interpreter import Interpreter
 
@@ -197,7 +198,7 @@ def measure(folder: Path, threads: int, repeats: int) -> float:
     tf.config.threading.set_intra_op_parallelism_threads(threads)
     tf.config.threading.set_inter_op_parallelism_threads(1)
     signature = tf.saved_model.load(str(folder)).signatures["serving_default"]
-    streaming = metadata.get("streaming")
+    streaming = json.loads((folder / "actrec.json").read_text()).get("streaming")
     if streaming:
         inputs = {streaming["frame_input"]: tf.zeros([1, 256, 256, 3], tf.uint8)}
         for state in streaming["states"]:
@@ -206,6 +207,34 @@ def measure(folder: Path, threads: int, repeats: int) -> float:
         frames = np.random.default_rng(1).integers(0, 255, (1, 8, 256, 256, 3)).astype(np.uint8)
         inputs = {"frames": tf.constant(frames)}
     return median_ms(lambda: signature(**inputs), repeats)
+
+
+def bare_network_exports(out: Path) -> list[tuple]:
+    """The floor of the streaming step: keras.applications' MobileNetV2 at 224 px (27
+    classes, random weights; no shift, no frame normalisation, no states), one frame,
+    converted to TFLite float32 and int8 (calibrated on random frames: latency does not
+    depend on it). Rows as `exports` gives them."""
+    import keras
+    import numpy as np
+    import tensorflow as tf
+
+    rows = []
+    for name in ("TFLite float32", "TFLite int8"):
+        folder = out / f"keras-mobilenetv2-{name.split()[1]}"
+        if not (folder / "model.tflite").is_file():
+            model = keras.applications.MobileNetV2((224, 224, 3), weights=None, classes=27)
+            converter = tf.lite.TFLiteConverter.from_keras_model(model)
+            if name.endswith("int8"):
+                rng = np.random.default_rng(0)
+                converter.optimizations = [tf.lite.Optimize.DEFAULT]
+                converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
+                converter.representative_dataset = lambda rng=rng: (
+                    [rng.uniform(-1, 1, (1, 224, 224, 3)).astype(np.float32)] for _ in range(8)
+                )
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / "model.tflite").write_bytes(converter.convert())
+        rows.append(("Keras MobileNetV2 (no shift)", "frame", name, folder))
+    return rows
 
 
 def frame_preparation_ms(folder: Path, repeats: int) -> float:
@@ -231,16 +260,43 @@ def frame_preparation_ms(folder: Path, repeats: int) -> float:
     return median_ms(prepared, repeats)
 
 
+def compare(folders: list[Path], rounds: int, repeats: int) -> None:
+    """Each folder's one-core median, measured in a fresh process, the folders in turn,
+    `rounds` times: the median over the rounds and their range."""
+    import statistics
+
+    times: dict[Path, list[float]] = {folder: [] for folder in folders}
+    for _ in range(rounds):
+        for folder in folders:
+            times[folder].append(measured_ms(folder, 1, repeats))
+    for folder, values in times.items():
+        print(
+            f"{folder}: {statistics.median(values):.2f} ms on 1 core (median of {rounds} "
+            f"rounds; {min(values):.2f}-{max(values):.2f})"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path)
     parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--models", nargs="+", default=["mobilenet", "resnet"])
+    parser.add_argument(
+        "--compare",
+        type=Path,
+        nargs="+",
+        help="model folders to time against each other instead: a fresh process each, "
+        "in turn, --rounds times (one-core timings here move by 30 %% between runs)",
+    )
+    parser.add_argument("--rounds", type=int, default=6)
     parser.add_argument("--measure", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--threads", type=int, default=1, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.measure is not None:
         print(json.dumps({"ms": measure(args.measure, args.threads, args.repeats)}))
+        return
+    if args.compare:
+        compare(args.compare, args.rounds, args.repeats)
         return
     out = args.out or Path(tempfile.mkdtemp(prefix="actrec-deploy-real-"))
     out.mkdir(parents=True, exist_ok=True)
@@ -261,7 +317,10 @@ def main() -> None:
     print(f"{cores} cores, {'with' if avx512 else 'without'} AVX-512; exports in {out}")
     print(f"| model | step | format | size | 1 core | {cores} cores | reload check |")
     print("|---|---|---|---|---|---|---|")
-    for model, kind, name, folder in exports(out, runs, calibration, int8):
+    rows = exports(out, runs, calibration, int8)
+    if "mobilenet" in args.models:
+        rows += bare_network_exports(out)
+    for model, kind, name, folder in rows:
         step = "8-frame clip" if kind == "clip" else "one frame"
         if folder is None:
             print(f"| {model} | {step} | {name} | export failed | | | |", flush=True)

@@ -23,14 +23,15 @@ from actrec.errors import ConfigError
 TFLITE_FILE = "model.tflite"
 QUANTIZATIONS = ("none", "float16", "dynamic", "int8")
 """none: float32; float16: float16 weights (half the file); dynamic: int8 weights, float
-activations (a quarter of the file); int8: full-integer (int8 weights and activations,
-calibrated on a representative dataset), float input and output unless integer_io."""
+activations (a quarter of the file); int8: int8 weights and activations, calibrated on a
+representative dataset, float input and output and float matrix products (FLOAT_OPS_OF_INT8)
+unless integer_io (every op int8)."""
 FLOAT_TOLERANCE = 1e-4
 FLOAT_OPS_OF_INT8 = ("FULLY_CONNECTED",)
 """The ops an int8 model with float input and output keeps in float32: the classifier's
 product (and a per-channel frame normalisation's). int8 logits (256 levels over their
 range) flipped the top class of near-even frames: a camera-motion run's streaming step
-agreed with its float model on 91.0 % of frames, 97.3 % with float logits
+agreed with its float model on 91.0 % of frames, 97.7 % with float logits
 (docs/benchmarks.md), for a few thousand float multiply-adds a frame. --integer-io keeps
 every op int8 (what an NPU runs)."""
 
