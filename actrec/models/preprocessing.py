@@ -81,9 +81,9 @@ class FramePreprocessing(keras.layers.Layer):
     A per-channel map (a mean or std per channel, or the channels reversed) runs as one
     [C, C] matrix product on the channel axis plus a bias, the same affine map: LiteRT's CPU
     kernels (XNNPACK) broadcast a [C] constant over a frame a few elements a call, so the
-    subtraction and division took 1.7 ms of a 224-px int8 frame of MobileNetV2 (0.9 ms in
-    float32), a quarter of the whole step, and the product 0.25 ms
-    (benchmarks/deploy_real_size.py). A single mean and std stay elementwise (a scalar's
+    subtraction and division added 1.4 ms to a 224-px int8 frame (0.7 ms in float32), a
+    quarter of a MobileNetV2 step, and the product 0.23 ms (0.10 ms):
+    benchmarks/frame_normalisation.py. A single mean and std stay elementwise (a scalar's
     broadcast is fast)."""
 
     def __init__(self, mode: str, modality: str = "rgb", **kwargs):
