@@ -43,15 +43,17 @@ def converted(
     quantize: str,
     representative=None,
     integer_io: bool = False,
+    integer_input: str = "uint8",
 ) -> bytes:
     """The TFLite flatbuffer of `function` (tensors by `input_signature` -> dict of
     tensors) over `models`' weights (frozen into it), quantised as asked.
 
     int8: `representative` (a callable yielding lists of inputs in signature order, batch
     1: actrec.export.calibration) calibrates the activations' ranges; float32 in and out
-    (quantised inside), every op int8 but FLOAT_OPS_OF_INT8; integer_io: uint8 inputs (the
-    0-255 pixels as they are), int8 outputs and every op an int8 builtin (a conversion
-    error otherwise)."""
+    (quantised inside), every op int8 but FLOAT_OPS_OF_INT8; integer_io: inputs of type
+    `integer_input` (uint8: the 0-255 pixels as they are; int8: what a streaming step's
+    states must be, to be fed back as they came out), int8 outputs and every op an int8
+    builtin (a conversion error otherwise)."""
     import tensorflow as tf
 
     # The traced function holds its variables weakly: `holder` keeps them alive while the
@@ -69,7 +71,7 @@ def converted(
         if not integer_io:
             return _int8_with_float_ops(converter, FLOAT_OPS_OF_INT8)
         converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
-        converter.inference_input_type = tf.uint8
+        converter.inference_input_type = {"uint8": tf.uint8, "int8": tf.int8}[integer_input]
         converter.inference_output_type = tf.int8
     return converter.convert()
 
@@ -90,6 +92,20 @@ def _int8_with_float_ops(converter, float_ops: Sequence[str]) -> bytes:
             converter=converter, debug_options=options
         )
         return debugger.get_nondebug_quantized_model()
+
+
+def states_changing_scale(runner: TfliteRunner, names: Sequence[str]) -> list[str]:
+    """The states of an integer-I/O streaming step (`names`: each the name of its input and
+    of its output) whose output is not of its input's type, scale and zero point: fed back
+    as they came out, they would be read wrong. TFLite gives a state's slice and the
+    concatenation that reads it one scale, so this is empty for actrec's steps."""
+    inputs, outputs = runner.input_details, runner.output_details
+    return [
+        name
+        for name in names
+        if (inputs[name]["dtype"], inputs[name]["quantization"])
+        != (outputs[name]["dtype"], outputs[name]["quantization"])
+    ]
 
 
 INTERPRETERS = ("auto", "litert", "tensorflow")
@@ -155,6 +171,16 @@ class TfliteRunner:
 
         self._inputs = self._runner.get_input_details()
         self._outputs = self._runner.get_output_details()
+
+    @property
+    def input_details(self) -> dict:
+        """LiteRT's details (dtype, quantization, ...) of each input, by name."""
+        return self._inputs
+
+    @property
+    def output_details(self) -> dict:
+        """LiteRT's details of each output, by name."""
+        return self._outputs
 
     def __call__(self, **inputs) -> dict:
         """Outputs by name (float32) of inputs by name (float32; quantised here for a model

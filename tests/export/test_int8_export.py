@@ -181,3 +181,51 @@ def test_streaming_int8_is_calibrated_on_real_states_and_gated(tiny_online, tmp_
     tensors, inputs, outputs = _tensor_types(tmp_path / "tflite" / "model.tflite")
     assert {detail["dtype"] for detail in inputs + outputs} == {np.float32}
     assert sum(dtype == np.int8 for dtype in tensors.values()) > len(tensors) // 2
+
+
+def test_streaming_int8_with_integer_io_feeds_its_states_back_as_integers(tiny_online, tmp_path):
+    """`--streaming --integer-io`: every input and output int8 (what an NPU takes), each
+    state's output of its input's scale and zero point, so the int8 states fed back as they
+    came out give what the float32 path (dequantised, quantised again) gives; `actrec predict
+    --stream` runs it."""
+    from ai_edge_litert.interpreter import Interpreter
+
+    from actrec.export.stream_predict import StreamingModel
+
+    out = tmp_path / "io"
+    export_runs(
+        [tiny_online["run"]], out, model_format="tflite", streaming=True, quantize="int8",
+        quantization=_options(calibration_clips=4, max_drop=100, integer_io=True),
+    )  # fmt: skip
+    metadata = read_export_metadata(out)
+    assert metadata["integer_io"] is True and metadata["quantization"]["float_products"] is False
+    runner = Interpreter(model_path=str(out / "model.tflite")).get_signature_runner()
+    inputs, outputs = runner.get_input_details(), runner.get_output_details()
+    states = [name for name in inputs if name.startswith("state_")]
+    assert len(states) == len(metadata["streaming"]["states"]) > 0
+    assert {detail["dtype"] for detail in [*inputs.values(), *outputs.values()]} == {np.int8}
+    for name in states:
+        assert inputs[name]["quantization"] == outputs[name]["quantization"]
+
+    rng = np.random.default_rng(0)
+    frames = rng.integers(-128, 127, (4, *inputs["frame"]["shape"][1:]), dtype=np.int8)
+    fed = {name: np.full(inputs[name]["shape"], inputs[name]["quantization"][1], np.int8)
+           for name in states}  # fmt: skip
+    logits = []
+    for frame in frames:  # the int8 states straight back in
+        result = runner(frame=frame[None], **fed)
+        fed = {name: result[name] for name in states}
+        logits.append(result["logits"])
+    scale, zero = inputs["frame"]["quantization"]
+    step = TfliteRunner(out / "model.tflite")  # float32 in and out, quantised for it
+    floats = {name: np.zeros(inputs[name]["shape"], np.float32) for name in states}
+    for frame, expected in zip(frames, logits, strict=True):
+        result = step(frame=((frame[None].astype(np.float32) - zero) * scale), **floats)
+        floats = {name: result[name] for name in states}
+        assert np.array_equal(result["logits"], _dequantize(expected, outputs["logits"]))
+    assert np.all(np.isfinite(StreamingModel(out).step(np.full([48, 64, 3], 100, np.uint8))))
+
+
+def _dequantize(values: np.ndarray, details: dict) -> np.ndarray:
+    scale, zero = details["quantization"]
+    return ((values.astype(np.float32) - zero) * scale).astype(np.float32)

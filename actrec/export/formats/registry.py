@@ -158,12 +158,6 @@ class ExportFormat:
                 + " or ".join(n for n in format_names() if export_format(n).integer_io)
                 + "; leave --integer-io out"
             )
-        if request.integer_io and request.streaming:
-            raise ConfigError(
-                "--integer-io is for clip models: a streaming step's states would change "
-                "scale between its output and its next input; leave --integer-io out (the "
-                "int8 streaming step takes and returns float32, quantised inside)"
-            )
         if request.streaming and not self.streaming:
             raise ConfigError(
                 f"--streaming writes one of the formats "

@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from actrec.atomic import write_bytes_atomic
+from actrec.errors import ActrecError
 from actrec.export.formats.registry import (
     ExportFormat,
     ExportRequest,
@@ -31,9 +32,23 @@ from actrec.export.tflite import (
     QUANTIZATIONS,
     TFLITE_FILE,
     TfliteRunner,
+    states_changing_scale,
 )
 
 BATCH = 1
+
+
+def _check_state_scales(runner: TfliteRunner, signature) -> None:
+    """ActrecError (nothing written) when an integer-I/O step's state would not come back
+    as its next input reads it."""
+    names = [spec.name for spec in signature if spec.name.startswith("state_")]
+    changing = states_changing_scale(runner, names)
+    if changing:
+        raise ActrecError(
+            f"the int8 streaming step's states {', '.join(changing)} come out in another "
+            "type or scale than they go in, so they cannot be fed back as integers; nothing "
+            "was written. Export without --integer-io (float32 states), and please report this"
+        )
 
 
 class TfliteFormat(ExportFormat):
@@ -75,9 +90,12 @@ class TfliteFormat(ExportFormat):
             request.quantize,
             representative,
             request.integer_io,
+            integer_input="int8" if request.streaming else "uint8",
         )
-        write_bytes_atomic(folder / TFLITE_FILE, flatbuffer)
         runner = TfliteRunner(content=flatbuffer)
+        if request.streaming and request.integer_io:
+            _check_state_scales(runner, signature)
+        write_bytes_atomic(folder / TFLITE_FILE, flatbuffer)
         output = "logits" if request.streaming or not request.two_stream else "probabilities"
         difference = probe_difference(function, signature, runner.run, output)
         metadata = {
@@ -101,7 +119,13 @@ class TfliteFormat(ExportFormat):
                 if streaming
                 else "sampled, centre-cropped clips"
             )
-            + " (float32 0-255; the normalisation is inside; inputs below):",
+            + (
+                " (integer inputs and outputs: each of the type, scale and zero point "
+                "`runner.get_input_details()` gives; the normalisation is inside; inputs "
+                "below):"
+                if metadata.get("integer_io")
+                else " (float32 0-255; the normalisation is inside; inputs below):"
+            ),
             "",
             "```python",
             "from ai_edge_litert.interpreter import Interpreter",
