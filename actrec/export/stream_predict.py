@@ -177,10 +177,10 @@ def streamed_frames(
     smooth: int | None = None,
     top_k: int = 1,
 ) -> Iterator[StreamedFrame]:
-    """Every frame read from `source` with the running prediction (see the module): the
-    one code path of files, cameras and URLs. every: feed every n-th frame (default: the
-    export's frames_per_step, else 1). smooth: steps averaged (default: the model's
-    num_segments)."""
+    """Every frame read from `source` with the running prediction (see the module), from
+    zero states: the one code path of files, cameras and URLs. every: feed every n-th
+    frame (default: the export's frames_per_step, else 1). smooth: steps averaged
+    (default: the model's num_segments)."""
     import tensorflow as tf
 
     from actrec.data.format.frame_encoding import jpeg_bytes
@@ -193,6 +193,7 @@ def streamed_frames(
             raise ConfigError(f"{name} {value} is not valid; give a whole number >= 1")
     size = FrameSize.parse(model.frame_size)
     frames, rate = source_frames(source, model.fps)
+    model.reset()  # a new source is a new stream: its first frame has no previous one
     recent = deque(maxlen=smooth)
     step = None
     for index, frame in enumerate(frames):

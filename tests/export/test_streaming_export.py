@@ -118,6 +118,14 @@ def test_predict_stream_prints_the_running_prediction_of_each_fed_frame(
             atol=1e-5,
         )
 
+    # The same model streams the next source from zero states, not from this one's last.
+    other = sorted((tiny_runs["raw"] / "MoveRight").glob("*.avi"))[0]
+    alone = [
+        step.to_dict() for step in stream_predictions(StreamingModel(model.model_dir), str(other))
+    ]
+    after = [step.to_dict() for step in stream_predictions(model, str(other))]
+    assert after == alone
+
     # A URL goes to OpenCV's capture as it is (here a file:// URL): the same frames.
     url = cli_runner(*arguments[:1], f"file://{video}", *arguments[2:])
     assert url.exit_code == 0 and url.stdout == result.stdout, url.output
