@@ -2,7 +2,7 @@
 on this machine: how much faster the suite got, measured where both ran.
 
     python benchmarks/suite_versions.py [--baseline 97ab109] [--baseline-minutes 41.4]
-                                        [-k EXPRESSION]
+                                        [-k EXPRESSION] [--durations N]
 
 Instances of one CPU kind differ (the same tests: 11.2 and 14.1 min on two AMD EPYCs with
 AVX-512, docs/benchmarks.md), so a suite time means little beside one from another machine.
@@ -13,7 +13,8 @@ current suite would take there. Checks the baseline out into a temporary git wor
 runs `python -m pytest` in it, its own `actrec` and `actrec_cli` first on PYTHONPATH (so its
 tests and the processes they start import it, not the installed checkout), then the same
 command here. Prints each suite's wall time and pytest's summary line, their ratio and the
-estimate (-k: only the tests pytest's -k selects, in both, to compare a part). Long: two
+estimate (-k: only the tests pytest's -k selects, in both, to compare a part; --durations N:
+this checkout's N slowest test phases, as pytest lists them, to know what to trim). Long: two
 whole suites (about half an hour); run it alone on the idle machine. 97ab109's
 console-script test fails here (it runs the installed script, this checkout's); 1 failed, 989 passed
 on 2026-11-27.
@@ -32,21 +33,23 @@ from pathlib import Path
 from versions import ROOT, baseline_checkout
 
 
-def timed_suite(checkout: Path, python_path: str | None, select: str | None):
-    """(wall seconds, pytest's summary line) of the README's test command in `checkout`,
-    with `-k select` when given."""
+def timed_suite(checkout: Path, python_path: str | None, select: str | None, durations: int = 0):
+    """(wall seconds, pytest's summary line, pytest's list of the `durations` slowest phases)
+    of the README's test command in `checkout`, with `-k select` when given."""
     environment = dict(os.environ)
     if python_path:
         environment["PYTHONPATH"] = python_path
     start = time.perf_counter()
     result = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
-        + (["-k", select] if select else []),
+        + (["-k", select] if select else [])
+        + ([f"--durations={durations}"] if durations else []),
         cwd=checkout, env=environment, capture_output=True, text=True,
     )  # fmt: skip
     seconds = time.perf_counter() - start
     lines = [line for line in result.stdout.splitlines() if re.search(r"\d+ (passed|failed)", line)]
-    return seconds, lines[-1] if lines else f"exit {result.returncode}, no summary"
+    slowest = re.findall(r"^\d+\.\d+s (?:call|setup|teardown) .*$", result.stdout, re.MULTILINE)
+    return seconds, lines[-1] if lines else f"exit {result.returncode}, no summary", slowest
 
 
 def main() -> None:
@@ -57,12 +60,16 @@ def main() -> None:
         help="the baseline's suite measured on the other machine (97ab109: 41.4 min)",
     )  # fmt: skip
     parser.add_argument("-k", dest="select", help="pytest's -k: only these tests, in both")
+    parser.add_argument(
+        "--durations", type=int, default=0, help="print this checkout's N slowest test phases"
+    )
     args = parser.parse_args()
     with baseline_checkout(args.baseline) as (worktree, python_path):
-        old, old_line = timed_suite(worktree, python_path, args.select)
+        old, old_line, _ = timed_suite(worktree, python_path, args.select)
     print(f"{args.baseline}: {old / 60:.1f} min ({old_line})", flush=True)
-    new, new_line = timed_suite(ROOT, None, args.select)
+    new, new_line, slowest = timed_suite(ROOT, None, args.select, args.durations)
     print(f"this checkout: {new / 60:.1f} min ({new_line})")
+    print("\n".join(slowest))
     print(f"ratio {new / old:.2f}: {args.baseline_minutes:.1f} min there -> about "
           f"{args.baseline_minutes * new / old:.1f} min for this checkout")  # fmt: skip
 
