@@ -15,7 +15,7 @@ tests and the processes they start import it, not the installed checkout), then 
 command here. Prints each suite's wall time and pytest's summary line, their ratio and the
 estimate (-k: only the tests pytest's -k selects, in both, to compare a part; --durations N:
 this checkout's N slowest test phases, as pytest lists them, to know what to trim). Long: two
-whole suites (about half an hour); run it alone on the idle machine. 97ab109's
+whole suites (about an hour on a slow instance); run it alone on the idle machine. 97ab109's
 console-script test fails here (it runs the installed script, this checkout's); 1 failed, 989 passed
 on 2026-11-27.
 """
