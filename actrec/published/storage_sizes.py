@@ -13,14 +13,22 @@ by an inert record, so no code of the file and none of torch runs. It compares
                                      data after it)
     each tensor's extent             (offset + sum((size - 1) * stride) + 1) with its
                                      storage's declared values
+    each tensor's element count      (the product of its sizes, whatever its strides: zero
+                                     strides show 4 stored values as 10^12) with its
+                                     storage's declared values, and all tensors' counts
+                                     together with twice the values the file stores (a
+                                     weight shared by two names)
 
-and raises WeightsError naming the tensor. A file this reader cannot follow is left to
+and raises WeightsError naming the tensor. The walk over the file's objects visits each
+object once: a pickle may share one list under many (40 nested levels of a list holding
+the one below twice are 2^40 paths in 2 KB). A file this reader cannot follow is left to
 torch.load's own checks and error messages (actrec.published.torch_files).
 """
 
 from __future__ import annotations
 
 import io
+import math
 import mmap
 import pickle
 import struct
@@ -33,6 +41,9 @@ from actrec.errors import WeightsError
 STATE_DICT_KEYS = ("state_dict", "model", "model_state")
 """Where a checkpoint dict keeps its state dict: TSM and mmaction2; other common layouts."""
 
+SHARED_VALUES_LIMIT = 2
+"""How many times over a file's tensors may declare the values it stores: a weight shared
+by two names (tied weights) declares its values twice."""
 _TENSOR_REBUILDS = {"_rebuild_tensor", "_rebuild_tensor_v2"}
 _PARAMETER_REBUILDS = {"_rebuild_parameter", "_rebuild_parameter_with_state"}
 _SIZE_HEADER = struct.Struct("<q")  # the legacy format's element count before a storage's data
@@ -154,6 +165,7 @@ def check_declared_sizes(path: Path, file_format: str) -> None:
             )
     for name, tensor in tensors:
         _check_extent(path, name, tensor)
+    _check_element_counts(path, tensors)
 
 
 def _check_extent(path: Path, name: str, tensor: _Tensor) -> None:
@@ -164,6 +176,7 @@ def _check_extent(path: Path, name: str, tensor: _Tensor) -> None:
         and isinstance(stride, tuple)
         and len(shape) == len(stride)
         and all(isinstance(value, int) and value >= 0 for value in (offset, *shape, *stride))
+        and isinstance(tensor.storage.declared_values, int)
     )
     if not well_formed:
         raise WeightsError(
@@ -179,6 +192,36 @@ def _check_extent(path: Path, name: str, tensor: _Tensor) -> None:
             f"storage declares {tensor.storage.declared_values}: the file is damaged or was "
             "altered; download it again or check its source"
         )
+
+
+def check_element_count(path: Path, name: str, shape: tuple, storage_values: int) -> None:
+    """WeightsError when tensor `name` of `shape` declares more values than its storage
+    holds (`storage_values`): strides that repeat values (zero strides) would make every
+    reader of the tensor (a numpy copy, a NaN check) allocate the declared count."""
+    values = math.prod(shape)
+    if values > storage_values:
+        raise WeightsError(
+            f"{path}: tensor {name!r} of shape {tuple(shape)} declares {values} values but "
+            f"its storage holds {storage_values} (its strides repeat values): the file was "
+            "altered or is damaged; download it again or check its source"
+        )
+
+
+def _check_element_counts(path: Path, tensors: list[tuple[str, _Tensor]]) -> None:
+    """WeightsError naming the tensor whose element count exceeds its storage's values, or
+    past which the tensors together declare more than SHARED_VALUES_LIMIT times the values
+    of their storages."""
+    stored = sum(storage.declared_values for _, storage in _storages(tensors).values())
+    total = 0
+    for name, tensor in tensors:
+        check_element_count(path, name, tensor.shape, tensor.storage.declared_values)
+        total += math.prod(tensor.shape)
+        if total > SHARED_VALUES_LIMIT * stored:
+            raise WeightsError(
+                f"{path}: its tensors up to {name!r} declare {total} values over the {stored} "
+                f"its storages hold (more than {SHARED_VALUES_LIMIT} names per value): the "
+                "file was altered or is damaged; download it again or check its source"
+            )
 
 
 def _storages(tensors: list[tuple[str, _Tensor]]) -> dict[str, tuple[str, _Storage]]:
@@ -226,16 +269,24 @@ def _legacy_declarations(path: Path) -> tuple[list, dict[str, int]]:
 
 
 def _named_tensors(value, keys: tuple[str, ...]):
-    """(name, tensor record) of every tensor in `value`'s dicts, lists and tuples; a state
-    dict's tensor is named by its key, any other by its path."""
-    if isinstance(value, _Tensor) and isinstance(value.storage, _Storage):
-        yield _tensor_name(keys), value
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            yield from _named_tensors(item, (*keys, str(key)))
-    elif isinstance(value, (list, tuple)):
-        for index, item in enumerate(value):
-            yield from _named_tensors(item, (*keys, str(index)))
+    """(name, tensor record) of every tensor in `value`'s dicts, lists and tuples, each
+    object visited once (depth first, in file order); a state dict's tensor is named by its
+    key, any other by its path."""
+    seen: set[int] = set()
+    pending = [(keys, value)]
+    while pending:
+        keys, value = pending.pop()
+        if id(value) in seen:
+            continue
+        seen.add(id(value))
+        if isinstance(value, _Tensor) and isinstance(value.storage, _Storage):
+            yield _tensor_name(keys), value
+        elif isinstance(value, dict):
+            items = [((*keys, str(key)), item) for key, item in value.items()]
+            pending.extend(reversed(items))
+        elif isinstance(value, (list, tuple)):
+            items = [((*keys, str(index)), item) for index, item in enumerate(value)]
+            pending.extend(reversed(items))
 
 
 def _tensor_name(keys: tuple[str, ...]) -> str:

@@ -31,7 +31,11 @@ from pathlib import Path
 import numpy as np
 
 from actrec.errors import WeightsError
-from actrec.published.storage_sizes import STATE_DICT_KEYS, check_declared_sizes
+from actrec.published.storage_sizes import (
+    STATE_DICT_KEYS,
+    check_declared_sizes,
+    check_element_count,
+)
 from actrec.published.tensor_checks import check_tensor_values
 
 SKIPPED_CLASSES = (
@@ -93,6 +97,9 @@ def read_torch_checkpoint(path: Path | str) -> TorchCheckpoint:
     file_format = _file_format(path)
     loaded = _loaded_object(torch, path, file_format)
     state_key, state = _state_dict_entries(torch, loaded, path)
+    for key, value in state.items():  # again, as loaded: whatever the declarations said
+        values = value.untyped_storage().nbytes() // value.element_size()
+        check_element_count(path, key, tuple(value.shape), values)
     state_dict = {key: _array(torch, value) for key, value in state.items()}
     check_tensor_values(path, state_dict)
     return TorchCheckpoint(
@@ -341,21 +348,36 @@ def _metadata(torch, loaded: dict, state_key: str | None) -> dict:
 
 
 _NOT_PLAIN = object()
+METADATA_ITEMS = 10_000
+"""The most values one metadata entry may hold, nested lists counted (a shared list each
+time it is reached): a pickle can share one list under 2^40 paths in 2 KB."""
+METADATA_DEPTH = 8
+"""The deepest nesting of lists a metadata entry may have."""
 
 
-def _plain_value(torch, value):
-    """`value` as JSON-able data (None, bool, int, float, str, or lists of them; a numpy
-    scalar or a one-element tensor as its number), else _NOT_PLAIN."""
+def _plain_value(torch, value, visited: list[int] | None = None, depth: int = 0):
+    """`value` as JSON-able data (None, bool, int, float, str, or lists of them, at most
+    METADATA_ITEMS values and METADATA_DEPTH levels; a numpy scalar or a one-element tensor
+    as its number), else _NOT_PLAIN. `visited` counts the values seen so far."""
+    visited = [0] if visited is None else visited
+    visited[0] += 1
+    if visited[0] > METADATA_ITEMS or depth > METADATA_DEPTH:
+        return _NOT_PLAIN
     if isinstance(value, np.generic):  # before float: np.float64 is a float subclass
         return value.item() if value.dtype.kind in "biuf" else _NOT_PLAIN
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
     if isinstance(value, torch.Tensor) and value.numel() == 1 and not value.is_complex():
         return value.item()  # an old TSN / TSM best_prec1, saved as a tensor
-    if isinstance(value, (list, tuple)):
-        items = [_plain_value(torch, item) for item in value]
-        return _NOT_PLAIN if any(item is _NOT_PLAIN for item in items) else items
-    return _NOT_PLAIN
+    if not isinstance(value, (list, tuple)):
+        return _NOT_PLAIN
+    items = []
+    for item in value:  # stops at the first value that is not plain
+        plain = _plain_value(torch, item, visited, depth + 1)
+        if plain is _NOT_PLAIN:
+            return _NOT_PLAIN
+        items.append(plain)
+    return items
 
 
 def _sha256(path: Path) -> str:

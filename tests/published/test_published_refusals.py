@@ -1,10 +1,13 @@
 """`actrec pretrained convert` refuses a checkpoint whose tensors would poison a run, by the
 tensor's name: NaN / inf values, a negative BatchNorm running variance, a tensor that
-declares more data than the file stores (refused before anything is allocated), a file cut
-short or garbled. Each: exit status 1, one line naming the file and the tensor, no
-traceback, nothing written (an existing --out untouched)."""
+declares more data than the file stores or more values than its storage holds (zero strides;
+refused before anything is allocated), a file cut short or garbled. Each: exit status 1,
+one line naming the file and the tensor, no traceback, nothing written (an existing --out
+untouched)."""
 
 from __future__ import annotations
+
+import time
 
 import pytest
 import torch
@@ -137,3 +140,77 @@ def test_a_truncated_or_corrupt_file_is_refused_in_one_line(
         damaged.write_bytes(data[:400] + b"\xff" * 64 + data[464:])
     line = refusal(cli_runner, damaged, tmp_path / "run", class_list)
     assert "truncated or damaged" in line and "download it again" in line
+
+
+def repeating_tensor(rows: int, columns: int):
+    """A tensor of rows x columns over 4 stored values: strides (0, 0) repeat the first."""
+    return torch.zeros(4).as_strided((rows, columns), (0, 0))
+
+
+def timed_refusal(cli_runner, checkpoint, out, class_list) -> tuple[str, float]:
+    """The refusal line of `refusal` and the seconds the command took (torch and
+    TensorFlow imported before: what is timed is the reading, not the imports)."""
+    import tensorflow  # noqa: F401
+
+    start = time.monotonic()
+    line = refusal(cli_runner, checkpoint, out, class_list)
+    return line, time.monotonic() - start
+
+
+@pytest.mark.parametrize("size", [10**6, 40000])
+def test_a_tensor_whose_zero_strides_repeat_its_values_is_refused_by_its_element_count(
+    cli_runner, tmp_path, class_list, size
+):
+    """size x size values over 4 stored ones: the extent check sees (size - 1) * 0 + 1
+    values, every reader of the tensor would allocate size^2 (931 GiB / 6.4 GB)."""
+    checkpoint = tmp_path / "zero-strides.pth"
+    torch.save({"state_dict": {CLASSIFIER: repeating_tensor(size, size)}}, checkpoint)
+    line, seconds = timed_refusal(cli_runner, checkpoint, tmp_path / "run", class_list)
+    assert f"tensor '{CLASSIFIER}' of shape ({size}, {size}) declares {size * size} values" in line
+    assert "its storage holds 4 (its strides repeat values)" in line
+    assert seconds < 5, seconds
+
+
+def test_nested_shared_lists_are_walked_once_and_the_tensor_at_their_bottom_refused(
+    cli_runner, tmp_path, class_list
+):
+    """40 levels of a list holding the one below twice: 2^40 paths in a 2 KB file, each
+    list walked once; the zero-strides tensor at the bottom is named by its first path."""
+    nested = [repeating_tensor(40000, 40000)]
+    for _ in range(40):
+        nested = [nested, nested]
+    checkpoint = tmp_path / "nested.pth"
+    torch.save({"state_dict": {"meta": nested}}, checkpoint)
+    assert checkpoint.stat().st_size < 4000
+    line, seconds = timed_refusal(cli_runner, checkpoint, tmp_path / "run", class_list)
+    assert f"tensor 'state_dict/meta{'/0' * 41}' of shape (40000, 40000)" in line
+    assert seconds < 5, seconds
+
+
+def test_two_names_sharing_one_storage_are_read(tmp_path):
+    """Tied weights (two views of one storage) declare its values twice: allowed."""
+    from actrec.published.torch_files import read_torch_checkpoint
+
+    weight = torch.arange(6.0)
+    checkpoint = tmp_path / "tied.pth"
+    torch.save({"embedding": weight.view(2, 3), "classifier": weight.view(3, 2)}, checkpoint)
+    state = read_torch_checkpoint(checkpoint).state_dict
+    assert state["embedding"].shape == (2, 3) and state["classifier"].shape == (3, 2)
+
+
+def test_metadata_of_nested_shared_lists_is_skipped_at_once(tmp_path):
+    """The file's other entries are metadata only when small: 2^40 shared values are
+    skipped in milliseconds, the state dict read."""
+    from actrec.published.torch_files import read_torch_checkpoint
+
+    nested = [1.0]
+    for _ in range(40):
+        nested = [nested, nested]
+    checkpoint = tmp_path / "nested-metadata.pth"
+    state_dict = {CLASSIFIER: torch.ones(2, 2)}
+    torch.save({"state_dict": state_dict, "meta": nested, "epoch": 3}, checkpoint)
+    read_torch_checkpoint(checkpoint)  # torch imported: what is timed next is the reading
+    start = time.monotonic()
+    read = read_torch_checkpoint(checkpoint)
+    assert time.monotonic() - start < 1
+    assert read.metadata == {"epoch": 3} and list(read.state_dict) == [CLASSIFIER]
