@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from actrec.export.accuracy_gate import DEFAULT_MAX_DROP
+from actrec.export.accuracy_gate import DEFAULT_CONFIDENCE, DEFAULT_MAX_DROP
 from actrec.export.calibration import DEFAULT_CALIBRATION_CLIPS, DEFAULT_GATE_CLIPS
 
 QUANTIZATION_PARAMETERS = (
@@ -15,13 +15,14 @@ QUANTIZATION_PARAMETERS = (
     "calibration_data",
     "gate_clips",
     "max_drop",
+    "gate_confidence",
     "integer_io",
 )
 
 
 def quantization_options(command):
-    """Add --calibration-clips, --calibration-data, --gate-clips, --max-drop and
-    --integer-io to `command`."""
+    """Add --calibration-clips, --calibration-data, --gate-clips, --max-drop,
+    --gate-confidence and --integer-io to `command`."""
     options = [
         click.option(
             "--calibration-clips",
@@ -51,8 +52,17 @@ def quantization_options(command):
             type=float,
             default=DEFAULT_MAX_DROP,
             show_default=True,
-            help="Top-1 points a quantised export may lose on the gate clips; more is refused "
-            "(nothing written).",
+            help="Top-1 points a quantised export may lose on the gate clips: it is refused "
+            "(nothing written) when its loss beyond them holds at --gate-confidence.",
+        ),
+        click.option(
+            "--gate-confidence",
+            type=click.FloatRange(min=0.5, max=1, max_open=True),
+            default=DEFAULT_CONFIDENCE,
+            show_default=True,
+            help="The confidence at which the gate decides on paired clips: refused when the "
+            "drop's one-sided lower bound is above --max-drop (0.5: on the measured drop "
+            "alone, which a clip or two near a class boundary decides).",
         ),
         click.option(
             "--integer-io",

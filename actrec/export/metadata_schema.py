@@ -17,6 +17,7 @@ import math
 from pathlib import Path, PurePosixPath, PureWindowsPath
 
 from actrec.errors import ConfigError
+from actrec.export.accuracy_gate import VERDICTS
 
 MODALITIES = ("rgb", "flow")
 EXPORT_MODALITIES = (*MODALITIES, "two-stream")
@@ -200,6 +201,18 @@ def _check_quantization(metadata: dict) -> None:
     for name in ("float_top1", "quantized_top1"):
         _share(gate.get(name), f"quantization.gate.{name}", allow_none=True)
     _number(gate.get("max_drop"), "quantization.gate.max_drop")
+    if "verdict" not in gate:  # exports before the paired bound (issue 64) have no more
+        return
+    if gate["verdict"] not in VERDICTS:
+        raise _FieldError("quantization.gate.verdict", f"one of {', '.join(VERDICTS)}")
+    _integer(gate.get("changed"), "quantization.gate.changed", minimum=0)
+    if gate["verdict"] == "unlabelled":
+        return
+    for name in ("lost", "gained"):
+        _integer(gate.get(name), f"quantization.gate.{name}", minimum=0)
+    _share(gate.get("confidence"), "quantization.gate.confidence")
+    for name in ("drop", "drop_lower", "drop_upper"):
+        _number(gate.get(name), f"quantization.gate.{name}")
 
 
 def _check_streaming(metadata: dict) -> None:

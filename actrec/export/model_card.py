@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from actrec import __version__
+from actrec.export.accuracy_gate import gate_reading
 from actrec.export.formats.registry import export_format
 from actrec.export.metadata import CLASSES_FILE
 from actrec.export.streams import ExportedStream
@@ -259,9 +260,17 @@ def quantization_section(metadata: dict) -> list[str]:
     else:
         lines.append(
             f"On {where}: top-1 {gate['float_top1']:.1%} float32, {gate['quantized_top1']:.1%} "
-            f"{entry['method']} (the export allows a drop of {gate['max_drop']:g} points); "
-            f"both models' top class agrees on {gate['agreement']:.1%} of the clips."
+            f"{entry['method']}; both models' top class agrees on {gate['agreement']:.1%} of "
+            "the clips."
         )
+        if "verdict" in gate:  # exports before the paired bound have the figures alone
+            lines += [
+                "",
+                f"The accuracy gate: {gate_reading(gate)}. It refuses an export only when the "
+                "drop's lower bound is above the allowed drop (a loss that the clips show at "
+                "that confidence), so that one or two clips near a class boundary do not "
+                "decide.",
+            ]
     return [*lines, ""]
 
 

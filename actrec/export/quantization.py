@@ -5,7 +5,8 @@ and the accuracy gate every quantised clip model passes (actrec.export.accuracy_
                                 --calibration-data (int8 without data)
     calibrated_request(...)     int8: the request with its calibration clips
     gate_entry(...)             after the format wrote the model: the gate measured, printed
-                                in the summary, refused (ActrecError) beyond --max-drop;
+                                in the summary, refused (ActrecError) when its loss beyond
+                                --max-drop holds at --gate-confidence;
                                 actrec.json's "quantization"
 """
 
@@ -16,7 +17,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from actrec.errors import ConfigError
-from actrec.export.accuracy_gate import DEFAULT_MAX_DROP, GateResult, check_gate, measured_gate
+from actrec.export.accuracy_gate import (
+    DEFAULT_CONFIDENCE,
+    DEFAULT_MAX_DROP,
+    GateResult,
+    check_gate,
+    measured_gate,
+)
 from actrec.export.calibration import (
     CALIBRATION_SPLITS,
     DEFAULT_CALIBRATION_CLIPS,
@@ -38,13 +45,15 @@ RELOAD_MEASURE = (
 class QuantizationOptions:
     """calibration_clips: int8: training clips to calibrate on; calibration_data: a prepared
     folder to calibrate and gate on instead of the run's own; gate_clips: held-out clips of
-    the gate; max_drop: top-1 points the gate allows; integer_io: int8 TFLite with uint8
-    input and int8 output."""
+    the gate; max_drop: top-1 points the gate allows; gate_confidence: the confidence at
+    which a loss beyond max_drop refuses the export (actrec.export.accuracy_gate);
+    integer_io: int8 TFLite with uint8 input and int8 output."""
 
     calibration_clips: int = DEFAULT_CALIBRATION_CLIPS
     calibration_data: Path | None = None
     gate_clips: int = DEFAULT_GATE_CLIPS
     max_drop: float = DEFAULT_MAX_DROP
+    gate_confidence: float = DEFAULT_CONFIDENCE
     integer_io: bool = False
 
 
@@ -57,6 +66,8 @@ def checked_quantization(
     for name in ("calibration_clips", "gate_clips"):
         if getattr(options, name) < 1:
             raise ConfigError(f"--{name.replace('_', '-')} must be at least 1")
+    if not 0.5 <= options.gate_confidence < 1:
+        raise ConfigError("--gate-confidence must be at least 0.5 and below 1 (e.g. 0.95)")
     if quantize == "none":
         if options.calibration_data is not None:
             raise ConfigError("--calibration-data is for a quantised export: give --quantize")
@@ -105,7 +116,7 @@ def measured_request_gate(request, written, data: Path | None, options) -> GateR
         float_run = clip_run_of_step(float_run, signature)
         state_outputs = state_outputs_of(written.metadata)
         quantized_run = clip_run_of_step(quantized_run, signature, state_outputs)
-    return measured_gate(float_run, quantized_run, clips, options.max_drop)
+    return measured_gate(float_run, quantized_run, clips, options.max_drop, options.gate_confidence)
 
 
 def quantization_entry(request, gate: GateResult | None, out_dir) -> dict | None:

@@ -202,6 +202,52 @@ def test_the_fast_readme_commands_run_as_written(
     int8 = Path("models/synthetic-online-tflite/model.tflite").stat().st_size
     weights = weight_file_arrays(Path("runs/synthetic-tsm-online/final.weights.h5"))
     assert int8 < 0.35 * 4 * sum(array.size for array in weights)
+    # The gate passed the documented int8 exports (they exited 0) and says on what: their
+    # clips, changed clips and bounds; the same file with a layer's scales wrong is refused.
+    for folder in ("models/synthetic-tsm-int8", "models/synthetic-online-phone"):
+        gate = json.loads(Path(folder, "actrec.json").read_text())["quantization"]["gate"]
+        assert gate["verdict"] in ("passed", "undecided") and gate["clips"] == 56, gate
+        assert f"{gate['changed']} clips changed their top class" in Path(
+            folder, "MODEL_CARD.md"
+        ).read_text(encoding="utf-8")
+    _assert_a_broken_int8_file_is_refused(
+        Path("models/synthetic-tsm-int8/model.tflite"), synthetic_tsm_run[1], synthetic_prepared
+    )
+
+
+def _assert_a_broken_int8_file_is_refused(path: Path, run_dir: Path, prepared: Path) -> None:
+    """The gate, on the float model and `path` with its first convolution's weight scales
+    4 times too large (as a wrong calibration of that layer makes them), refuses it."""
+    from tensorflow.lite.tools import flatbuffer_utils
+
+    from actrec.data.input.clip_spec import clip_spec
+    from actrec.export.accuracy_gate import measured_gate
+    from actrec.export.calibration import HELD_OUT_SPLITS, clip_set
+    from actrec.export.streams import ExportedStream
+    from actrec.export.tflite import TfliteRunner
+    from actrec.runs.trained import build_trained_model, load_trained_run
+
+    model = flatbuffer_utils.convert_bytearray_to_object(bytearray(path.read_bytes()))
+    graph = model.subgraphs[0]
+    first_convolution = next(
+        op for op in graph.operators
+        if flatbuffer_utils.opcode_to_name(model, op.opcodeIndex) == "CONV_2D"
+    )  # fmt: skip
+    for index in first_convolution.inputs[1:]:  # its weights' and bias's scales
+        quantization = graph.tensors[index].quantization
+        quantization.scale = [4 * scale for scale in quantization.scale]
+    broken = TfliteRunner(content=bytes(flatbuffer_utils.convert_object_to_bytearray(model)))
+
+    run = load_trained_run(run_dir, "final")
+    stream = ExportedStream(clip_spec(run.recipe, training=False), run=run)
+    network = build_trained_model(run)
+    clips = clip_set(prepared, HELD_OUT_SPLITS, [stream], run.classes, 64)
+
+    def float_run(inputs: dict) -> dict:
+        return {"logits": network(inputs[stream.input_name], training=False).numpy()}
+
+    gate = measured_gate(float_run, broken.run, clips, max_drop=2.0)
+    assert gate.verdict == "refused" and gate.drop > 20, gate.summary("int8")
 
 
 def _shown_predictions(cli_runner, words: list[str], result) -> dict[str, str]:
