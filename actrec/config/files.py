@@ -30,6 +30,7 @@ from actrec.config.coerce import coerced_field, field_types, unknown_key_message
 from actrec.config.inheritance import (
     RecipeFile,
     parsed_mapping,
+    read_folder_recipe_file,
     read_recipe_file,
     resolved_mapping,
 )
@@ -160,4 +161,13 @@ def load_recipe(name_or_path: str | Path) -> Recipe:
     by `validate_recipe`, after any overrides.
     """
     recipe_file = read_recipe_file(name_or_path)
+    return recipe_from_dict(resolved_mapping(recipe_file), recipe_file.origin, recipe_file.name)
+
+
+def load_folder_recipe(folder: Path | str, name: str, fix: str) -> Recipe:
+    """The recipe `name` of a run or export `folder`, as `load_recipe` reads it, confined to
+    the folder: the file and whatever its `extends` names lead inside it, or are built-in
+    (actrec.config.inheritance.read_folder_recipe_file); ConfigError naming the file and
+    `fix` otherwise."""
+    recipe_file = read_folder_recipe_file(folder, name, fix)
     return recipe_from_dict(resolved_mapping(recipe_file), recipe_file.origin, recipe_file.name)

@@ -5,6 +5,10 @@
     train:                      # file (relative to this one); then only what differs
       epochs: 10
 
+A recipe read from a run or an export folder (`read_folder_recipe_file`) extends a built-in
+recipe or base, or a file inside that folder, and nothing else (actrec.confined_files): the
+folder may have been handed over, and its recipe must not read the reader's files.
+
 Within each section the extending file's keys replace the parent's, key by key; a key
 neither sets keeps the dataclass default (actrec.config.recipe). `name`, `description` and
 `reference` belong to the file that says them and are not inherited. Built-in recipes are
@@ -25,6 +29,7 @@ from typing import Any
 import yaml
 
 from actrec.config.recipe import SECTIONS
+from actrec.confined_files import file_in_folder
 from actrec.errors import ConfigError
 
 EXTENDS_KEY = "extends"
@@ -41,12 +46,17 @@ class RecipeFile:
 
     origin: what errors name ("built-in recipe tsn-rgb-ucf101", or the file's path).
     folder: where a relative `extends` path is looked for (None: the current folder).
+    confined_to: the run or export folder the file was read from, which its `extends` may
+        not leave (None: a recipe of the user's own, which may extend any path).
+    fix: what a refusal of a confined file's `extends` tells the user to do.
     """
 
     name: str
     origin: str
     values: dict
     folder: Path | None = None
+    confined_to: Path | None = None
+    fix: str = ""
 
 
 def builtin_folder():
@@ -95,12 +105,24 @@ def _builtin_file(name: str) -> RecipeFile | None:
     return RecipeFile(name, origin, parsed_mapping(text, origin))
 
 
-def _path_file(path: Path) -> RecipeFile:
+def _path_file(path: Path, confined_to: Path | None = None, fix: str = "") -> RecipeFile:
     try:
         content = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:
         raise ConfigError(f"{path}: cannot read the recipe file: {error}") from None
-    return RecipeFile(path.stem, str(path), parsed_mapping(content, str(path)), path.parent)
+    values = parsed_mapping(content, str(path))
+    return RecipeFile(path.stem, str(path), values, path.parent, confined_to, fix)
+
+
+def read_folder_recipe_file(folder: Path | str, name: str, fix: str) -> RecipeFile:
+    """The recipe file `name` of a run or export `folder`, confined to it: the file, and
+    every file its `extends` chain names, must lead inside the folder (symlinks resolved);
+    ConfigError naming the file and `fix` otherwise, or when it is missing."""
+    folder = Path(folder)
+    path = file_in_folder(folder, name, "the recipe", fix)
+    if not path.is_file():
+        raise ConfigError(f"{path}: the folder's recipe file is missing; {fix}")
+    return _path_file(path, folder, fix)
 
 
 def read_recipe_file(name_or_path: str | Path) -> RecipeFile:
@@ -140,6 +162,8 @@ def _parent_file(child: RecipeFile, parent: Any) -> RecipeFile:
     builtin = _builtin_file(parent)
     if builtin is not None:
         return builtin
+    if child.confined_to is not None:
+        return _confined_parent(child, parent)
     path = Path(parent).expanduser()
     if not path.is_absolute() and child.folder is not None:
         path = child.folder / path
@@ -151,6 +175,26 @@ def _parent_file(child: RecipeFile, parent: Any) -> RecipeFile:
         f"({', '.join(builtin_base_names())}) nor an existing file"
         + (f" (looked for {path})" if child.folder is not None else "")
     )
+
+
+def _confined_parent(child: RecipeFile, parent: str) -> RecipeFile:
+    """The file `child` (read from a run or export folder) extends: a file inside that
+    folder, `parent` relative to the child's own folder."""
+    folder = child.confined_to
+    fix = (
+        "a shared folder's recipe may extend a built-in recipe or base "
+        f"({', '.join(builtin_base_names())}) or a file inside the folder; {child.fix}"
+    )
+    what = f"{Path(child.origin).name}'s extends"
+    if parent.startswith("~"):  # not expanded: refused as the home folder it means
+        file_in_folder(folder, parent, what, fix)
+    path = file_in_folder(folder, child.folder.relative_to(folder) / parent, what, fix)
+    if not path.is_file():
+        raise ConfigError(
+            f"{child.origin}: extends {parent!r}, which is neither a built-in recipe "
+            f"({', '.join(builtin_recipe_names())}) nor a file inside {folder}; {fix}"
+        )
+    return _path_file(path, folder, child.fix)
 
 
 def recipe_chain(recipe_file: RecipeFile) -> list[RecipeFile]:

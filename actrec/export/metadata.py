@@ -7,6 +7,10 @@ how actrec.json is read back.
     recipe.yaml      the resolved recipe of the run (two-stream: recipe-rgb.yaml, recipe-flow.yaml)
     MODEL_CARD.md    data, recipe, training and evaluation metrics, usage
                      (actrec.export.model_card writes it)
+
+An export may have been handed over: it is read only from inside its folder (no symlink
+leading out of it, recipes that extend a built-in recipe or a file inside it:
+actrec.confined_files).
 """
 
 from __future__ import annotations
@@ -17,10 +21,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from actrec import __version__
+from actrec.confined_files import check_links_stay_inside
 from actrec.errors import ConfigError
 from actrec.export.metadata_schema import check_export_metadata
 
 if TYPE_CHECKING:
+    from actrec.config.recipe import Recipe
     from actrec.export.streams import ExportedStream
 
 METADATA_FILE = "actrec.json"
@@ -30,6 +36,7 @@ METADATA_FORMAT = "actrec-export"
 METADATA_FORMAT_VERSION = 1
 # What `actrec predict` must reproduce of the preparation (PrepareSettings fields).
 PREPARATION_KEYS = ("frame_size", "fps", "jpeg_quality")
+EXPORT_AGAIN = "export the model again with `actrec export` (or restore the folder)"
 
 
 def recipe_file_name(modality: str, two_stream: bool) -> str:
@@ -95,11 +102,14 @@ def export_metadata(
 
 def read_export_metadata(model_dir: Path | str) -> dict:
     """actrec.json of an export folder, checked against its schema
-    (actrec.export.metadata_schema); ConfigError naming the folder or the field otherwise."""
+    (actrec.export.metadata_schema), once no symlink in the folder leads out of it; its
+    streams' recipes checked to read nothing outside it (`load_export_recipe`). ConfigError
+    naming the folder, the file or the field otherwise."""
     model_dir = Path(model_dir)
     path = model_dir / METADATA_FILE
     if not model_dir.is_dir():
         raise ConfigError(f"{model_dir} is not a folder; give the --out folder of `actrec export`")
+    check_links_stay_inside(model_dir, EXPORT_AGAIN)
     try:
         metadata = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -116,4 +126,15 @@ def read_export_metadata(model_dir: Path | str) -> dict:
             f"version {METADATA_FORMAT_VERSION}: export the model again with this version"
         )
     check_export_metadata(path, metadata)
+    for stream in metadata["streams"]:
+        load_export_recipe(model_dir, stream["recipe_file"])
     return metadata
+
+
+def load_export_recipe(model_dir: Path | str, recipe_file: str) -> Recipe:
+    """The recipe `recipe_file` (a name actrec.json gives) of the export in `model_dir`: the
+    file and what its `extends` names inside the folder, or built-in
+    (actrec.config.files.load_folder_recipe); ConfigError naming the file otherwise."""
+    from actrec.config.files import load_folder_recipe
+
+    return load_folder_recipe(model_dir, recipe_file, EXPORT_AGAIN)

@@ -190,11 +190,11 @@ def ready_clip_entries(request, state_shapes, batch) -> dict:
 def exported_clip_specs(model_dir: Path, metadata: dict) -> list:
     """The evaluation ClipSpec of each stream of an export, in stream order, from the
     recipes beside the model (what a ready-clip model's inputs are sampled and cropped by)."""
-    from actrec.config.files import load_recipe
     from actrec.data.input.clip_spec import clip_spec
+    from actrec.export.metadata import load_export_recipe
 
     return [
-        clip_spec(load_recipe(model_dir / stream["recipe_file"]), training=False)
+        clip_spec(load_export_recipe(model_dir, stream["recipe_file"]), training=False)
         for stream in metadata["streams"]
     ]
 

@@ -6,7 +6,8 @@
     RUN/best.weights.h5    -> the weights of the best validation top-1, when it validated
 
 The weights of a segment model do not depend on its number of segments, so the model can
-be rebuilt with another T (TSN's 25-frame test) and given the same weights.
+be rebuilt with another T (TSN's 25-frame test) and given the same weights. A run folder may
+have been handed over: its recipe is read from inside it (actrec.confined_files).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from actrec.runs.folder import (
 if TYPE_CHECKING:
     from actrec.config.recipe import Recipe
 
+RUN_AGAIN = "train the run again with `actrec train` (or restore the folder)"
 CHECKPOINT_CHOICES = ("final", "best")
 """Which trained weights evaluation and export use: "final" (final.weights.h5, the default:
 what the published protocols report) or "best" (best.weights.h5, chosen on validation)."""
@@ -88,7 +90,7 @@ def _recorded_settings(record: dict) -> dict:
 def load_trained_run(run_dir: Path | str, checkpoint: str = "final") -> TrainedRun:
     """The finished run in `run_dir` with its `checkpoint` weights ("final" or "best");
     ConfigError naming the file and the fix otherwise."""
-    from actrec.config.files import load_recipe
+    from actrec.config.files import load_folder_recipe
 
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
@@ -118,7 +120,7 @@ def load_trained_run(run_dir: Path | str, checkpoint: str = "final") -> TrainedR
     data_dir = Path(data) if isinstance(data, str) else None
     return TrainedRun(
         run_dir=run_dir,
-        recipe=load_recipe(run_dir / RECIPE_FILE),
+        recipe=load_folder_recipe(run_dir, RECIPE_FILE, RUN_AGAIN),
         classes=tuple(str(name) for name in record["classes"]),
         data_dir=data_dir,
         prepare_settings=_prepare_settings(data_dir) or _recorded_settings(record),

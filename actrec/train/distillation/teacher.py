@@ -180,9 +180,8 @@ def _run_teacher(path: Path) -> Teacher:
 
 
 def _export_teacher(path: Path) -> Teacher:
-    from actrec.config.files import load_recipe
     from actrec.export.formats.registry import format_of_export
-    from actrec.export.metadata import read_export_metadata
+    from actrec.export.metadata import load_export_recipe, read_export_metadata
 
     metadata = read_export_metadata(path)
     modalities = [stream["modality"] for stream in metadata["streams"]]
@@ -198,7 +197,7 @@ def _export_teacher(path: Path) -> Teacher:
         path=str(path.resolve()),
         kind="export",
         sha256=folder_sha256(path),
-        recipe=load_recipe(path / metadata["streams"][index]["recipe_file"]),
+        recipe=load_export_recipe(path, metadata["streams"][index]["recipe_file"]),
         classes=tuple(metadata["classes"]),
         flow_method=str(metadata.get("preparation", {}).get("flow", "unknown")),
         stream=index,

@@ -177,9 +177,8 @@ def _read_source(path: Path, modality: str) -> _Source:
 
 
 def _export_source(path: Path, modality: str) -> _Source:
-    from actrec.config.files import load_recipe
     from actrec.export.formats.registry import format_of_export
-    from actrec.export.metadata import read_export_metadata
+    from actrec.export.metadata import load_export_recipe, read_export_metadata
 
     metadata = read_export_metadata(path)
     streams = metadata["streams"]
@@ -191,7 +190,7 @@ def _export_source(path: Path, modality: str) -> _Source:
         )
     index = modalities.index(modality) if modality in modalities else modalities.index("rgb")
     format_of_export(path, metadata).check_start(path, metadata, index)
-    recipe = load_recipe(path / streams[index]["recipe_file"])
+    recipe = load_export_recipe(path, streams[index]["recipe_file"])
     return _Source("export", path, recipe, tuple(metadata["classes"]), index)
 
 
