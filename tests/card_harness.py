@@ -1,10 +1,10 @@
 """Runs what a written MODEL_CARD.md tells a user to run, in a fresh Python process.
 
-The code is taken from the card itself: its "## Use" section's Python block, THIS_FOLDER
-replaced by the export folder, and the inputs the card lists ("- `name`: dtype [shape]: ...")
-defined as random arrays of that dtype and shape (symbolic sizes given by SIZES). So the
-card and the test cannot drift: a card whose code does not run, or names an input it does
-not list, fails here.
+The code is taken from the card itself: its "## Use" section's Python block, each string
+literal naming THIS_FOLDER replaced by a literal (repr) of the export folder's path, and the
+inputs the card lists ("- `name`: dtype [shape]: ...") defined as random arrays of that
+dtype and shape (symbolic sizes given by SIZES). So the card and the test cannot drift: a
+card whose code does not run, or names an input it does not list, fails here.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ SIZES = {"N": 2, "F": 10, "F-1": 9, "H": 60, "W": 80}
 """Values of the symbolic sizes the cards use (80x60 frames: the training frames were 64x48)."""
 
 _INPUT_LINE = re.compile(r"^- `(\w+)`: (\w+) (\[.*?\]): ")
+_FOLDER_LITERAL = re.compile(r"(['\"])THIS_FOLDER([^'\"]*)\1")
 
 _RUNNER = """
 import json, sys
@@ -53,6 +54,12 @@ def card_code(card: str) -> str:
     """The Python block of the card's "## Use" section."""
     use = card[card.index("## Use") :]
     return use[use.index("```python\n") + len("```python\n") :].split("```", 1)[0]
+
+
+def with_folder(code: str, folder: Path) -> str:
+    """`code` with each string literal "THIS_FOLDER..." (either quote) replaced by a literal
+    of the path in `folder`: a folder named with a quote stays a path."""
+    return _FOLDER_LITERAL.sub(lambda match: repr(folder.as_posix() + match[2]), code)
 
 
 def card_inputs(card: str) -> dict[str, tuple[str, list]]:
@@ -103,7 +110,7 @@ def run_cards(folders: list[Path], work: Path, seed: int = 0) -> list[CardRun]:
         jobs.append(
             {
                 "card": str(folder / "MODEL_CARD.md"),
-                "code": card_code(card).replace("THIS_FOLDER", folder.as_posix()),
+                "code": with_folder(card_code(card), folder),
                 "inputs": str(work / f"card-{index}-in.npz"),
                 "outputs": str(work / f"card-{index}-out.npz"),
             }

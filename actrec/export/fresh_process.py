@@ -3,12 +3,14 @@
 A check in the process that wrote a model passes on what that process happened to import
 (a Keras class registered by a module imported for training, say); a new interpreter has
 imported nothing. `outputs_in_fresh_process` runs the card's Python block there, with the
-inputs the card names defined as numpy arrays, and returns what the block leaves in its
-variable `outputs`.
+inputs the card names defined as numpy arrays and its text variables (a path) as strings,
+and returns what the block leaves in its variable `outputs`. The texts reach the process as
+an argument (JSON), never pasted into the code: a path with a quote in it stays a path.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -25,8 +27,9 @@ OUTPUTS_VARIABLE = "outputs"
 _RUNNER = """
 import sys
 import numpy as np
-code_path, inputs_path, outputs_path = sys.argv[1:]
-namespace = dict(np.load(inputs_path))
+import json
+code_path, inputs_path, outputs_path, texts = sys.argv[1:]
+namespace = {**dict(np.load(inputs_path)), **json.loads(texts)}
 exec(compile(open(code_path, encoding="utf-8").read(), "MODEL_CARD.md", "exec"), namespace)
 outputs = namespace["outputs"]
 if not isinstance(outputs, dict):
@@ -36,11 +39,13 @@ np.savez(outputs_path, **{n: a.astype("S") if a.dtype == object else a for n, a 
 """
 
 
-def outputs_in_fresh_process(code: str, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+def outputs_in_fresh_process(
+    code: str, inputs: dict[str, np.ndarray], texts: dict[str, str] | None = None
+) -> dict[str, np.ndarray]:
     """{name: array} of the `outputs` variable (a dict, or one array as "outputs") that `code`
     leaves when run in a new interpreter (this one's executable and environment), the
-    `inputs` defined as variables of their names. ActrecError with the last line the process
-    printed when it fails."""
+    `inputs` and `texts` defined as variables of their names. ActrecError with the last line
+    the process printed when it fails."""
     with tempfile.TemporaryDirectory(prefix="actrec-fresh-") as folder:
         folder = Path(folder)
         (folder / "card.py").write_text(code, encoding="utf-8")
@@ -55,6 +60,7 @@ def outputs_in_fresh_process(code: str, inputs: dict[str, np.ndarray]) -> dict[s
                     str(folder / "card.py"),
                     str(folder / "inputs.npz"),
                     str(folder / "outputs.npz"),
+                    json.dumps(texts or {}),
                 ],
                 capture_output=True,
                 text=True,

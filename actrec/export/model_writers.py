@@ -80,6 +80,7 @@ def write_keras(
     folder: Path,
     average: str = "logits",
     card_code: str | None = None,
+    card_texts: dict[str, str] | None = None,
 ) -> float:
     """Write OUT/model.keras; returns the reload difference (on softmax scores).
 
@@ -87,6 +88,8 @@ def write_keras(
     clips by the names actrec.json gives: "frames" for one stream, "rgb" and "flow" for
     two), run in a fresh Python process (actrec.export.fresh_process) for the reloaded
     outputs; None reloads in this process.
+    card_texts: text variables the card code reads ({"model_path": the model file}), given
+    to the fresh process as arguments.
     """
     import numpy as np
     from keras import ops
@@ -127,5 +130,5 @@ def write_keras(
     if card_code is None:
         reloaded = outputs_of(load_segment_model(path))
     else:
-        reloaded = outputs_in_fresh_process(card_code, card_inputs)["outputs"]
+        reloaded = outputs_in_fresh_process(card_code, card_inputs, card_texts)["outputs"]
     return max_difference(scores(outputs_of(model)), scores(reloaded))

@@ -2,7 +2,8 @@
 process and gives the exporting run's outputs (tests/card_harness.py): SavedModel, Keras,
 TFLite and ONNX; one stream, two streams fused, the online TSM's streaming step. (Converted
 and fine-tuned runs: tests/published/test_published_convert.py; distilled ones:
-tests/train/test_distillation.py.)"""
+tests/train/test_distillation.py.) A folder named like code is a path in the card's code
+and in the export's own fresh-process check."""
 
 from __future__ import annotations
 
@@ -52,3 +53,23 @@ def test_every_model_cards_code_runs_in_a_fresh_process_and_gives_the_runs_outpu
         ("keras", 1, False),
         ("keras", 2, False),
     }
+
+
+def test_a_keras_export_into_a_folder_named_like_code_runs_none_of_it(
+    tiny_runs, tmp_path, cli_runner, monkeypatch
+):
+    """--out with a `"`, a `'` and a call of os.system in its name: pasted into the card's
+    code (as it was), the export's fresh-process check would run the call, which touches
+    the marker file."""
+    marker = tmp_path / "injected"
+    monkeypatch.setenv("ACTREC_TEST_MARKER", str(marker))  # the fresh processes inherit it
+    call = 'str(__import__("os").system("touch $ACTREC_TEST_MARKER"))'
+    out = tmp_path / f'it\'s a card" + {call} + "'
+    result = cli_runner("export", tiny_runs["rgb"], "--format", "keras", "--out", out)
+    assert result.exit_code == 0, result.output
+    assert "fresh Python process" in result.output
+    assert not marker.exists()
+    card = (out / "MODEL_CARD.md").read_text()
+    assert "model_path = 'THIS_FOLDER/model.keras'" in card
+    assert assert_cards_give_the_runs_outputs([out], tmp_path) == {("keras", 1, False)}
+    assert not marker.exists()

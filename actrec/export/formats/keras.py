@@ -12,6 +12,10 @@ from actrec.export.formats.registry import ExportFormat, ExportRequest, WrittenM
 from actrec.export.model_writers import KERAS_MODEL_FILE, write_keras
 
 RELOAD_TOLERANCE = 1e-5
+MODEL_PATH_VARIABLE = "model_path"
+"""The card code's variable holding the model file's path: the card sets it to a Python
+literal of THIS_FOLDER/model.keras; the export's fresh-process check passes the real path
+as an argument (a folder named with a quote is data, never code)."""
 
 
 def clip_inputs(streams) -> dict:
@@ -34,9 +38,15 @@ def clip_inputs(streams) -> dict:
     return inputs
 
 
+def model_path_line(path: str) -> str:
+    """The card's first Python line: `model_path = 'PATH'`, the path as a literal (repr)."""
+    return f"{MODEL_PATH_VARIABLE} = {path!r}"
+
+
 def usage_code(input_names: tuple[str, ...]) -> list[str]:
-    """The model card's Python lines: the model loaded in any process (every actrec layer
-    registered, Keras's safe mode on) and called on the inputs of these names."""
+    """The model card's Python lines after `model_path_line`: the model at `model_path`
+    loaded in any process (every actrec layer registered, Keras's safe mode on) and called
+    on the inputs of these names."""
     if len(input_names) == 1:
         call, result = input_names[0], "logits [N, K]"
     else:
@@ -44,7 +54,7 @@ def usage_code(input_names: tuple[str, ...]) -> list[str]:
         result = "fused probabilities [N, K]"
     return [
         "from actrec.models.keras_file import load_segment_model",
-        f'model = load_segment_model("THIS_FOLDER/{KERAS_MODEL_FILE}")',
+        f"model = load_segment_model({MODEL_PATH_VARIABLE})",
         f"outputs = model({call})  # {result}",
     ]
 
@@ -59,12 +69,11 @@ class KerasFormat(ExportFormat):
 
     def write(self, request: ExportRequest, folder: Path) -> WrittenModel:
         inputs = clip_inputs(request.streams)
-        code = "\n".join(usage_code(tuple(inputs))).replace(
-            "THIS_FOLDER", folder.resolve().as_posix()
-        )
+        code = "\n".join(usage_code(tuple(inputs)))
+        path = {MODEL_PATH_VARIABLE: str(folder.resolve() / KERAS_MODEL_FILE)}
         try:
             difference = write_keras(
-                request.streams, request.fusion_weights, folder, request.fusion_average, code
+                request.streams, request.fusion_weights, folder, request.fusion_average, code, path
             )
         except ActrecError as error:
             raise ActrecError(
@@ -89,6 +98,7 @@ class KerasFormat(ExportFormat):
             "load it with actrec:",
             "",
             "```python",
+            model_path_line(f"THIS_FOLDER/{KERAS_MODEL_FILE}"),
             *usage_code(tuple(metadata["inputs"])),
             "```",
             "",
