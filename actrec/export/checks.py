@@ -1,6 +1,7 @@
 """What an export is checked against before anything is built: its options, its out folder,
-its runs (one, or an RGB and a flow run trained on the same classes) and the preparation
-settings `actrec predict` must reproduce (the same for every run)."""
+its runs (one, or an RGB and a flow run trained on the same classes, named as actrec.json's
+schema asks: what `predict` would refuse is not exported) and the preparation settings
+`actrec predict` must reproduce (the same for every run)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,13 @@ from pathlib import Path
 
 from actrec.errors import ConfigError, OutputError
 from actrec.export.metadata import METADATA_FILE, PREPARATION_KEYS
+from actrec.export.metadata_schema import check_class_names
+from actrec.runs.folder import RUN_FILE
+
+CLASSES_FIX = (
+    "`actrec predict` would refuse an export of it: give run.json the class names of the "
+    "prepared data it trained on (distinct, non-empty text), or train the run again"
+)
 
 
 def checked_options(top_k: int, fusion_weights: Sequence[float]) -> tuple:
@@ -45,9 +53,12 @@ def check_out_dir(out_dir: Path, overwrite: bool) -> None:
 
 
 def ordered_runs(runs: list) -> list:
-    """The runs as [RGB] / [flow] / [RGB, flow]; ConfigError naming the runs otherwise."""
+    """The runs as [RGB] / [flow] / [RGB, flow]; ConfigError naming the runs otherwise, or
+    the run.json whose classes actrec.json's schema refuses (run.record: as the file says)."""
     if not 1 <= len(runs) <= 2:
         raise ConfigError(f"export takes one run, or two to fuse; got {len(runs)}")
+    for run in runs:
+        check_class_names(run.run_dir / RUN_FILE, run.record["classes"], CLASSES_FIX)
     if len(runs) == 1:
         return runs
     first, second = runs

@@ -236,9 +236,15 @@ def _check_streaming(metadata: dict) -> None:
         _integer(streaming["frames_per_step"], "streaming.frames_per_step")
 
 
-def check_export_metadata(path: Path, metadata: dict) -> None:
-    """ConfigError naming `path` (actrec.json), the field and the fix for the first field
-    that does not fit the schema (see the module)."""
+READ_BACK_FIX = (
+    "this is not an export actrec wrote as it is: export the model again (or restore the file)"
+)
+
+
+def check_export_metadata(path: Path, metadata: dict, fix: str = READ_BACK_FIX) -> None:
+    """ConfigError naming `path` (actrec.json), the field and `fix` for the first field that
+    does not fit the schema (see the module). `actrec export` checks what it writes with
+    it too: an export `predict` would refuse is never written."""
     try:
         # model_format is checked against the registry by format_of_export
         if not isinstance(metadata.get("model"), str) or not metadata["model"]:
@@ -254,12 +260,25 @@ def check_export_metadata(path: Path, metadata: dict) -> None:
         _check_reload_check(metadata)
         _check_quantization(metadata)
     except _FieldError as problem:
-        found = _shown(metadata, problem.where)
-        raise ConfigError(
-            f"{path}: field {problem.where!r} should be {problem.expected}, not {found}; "
-            "this is not an export actrec wrote as it is: export the model again (or restore "
-            "the file)"
-        ) from None
+        raise _refusal(path, metadata, problem, fix) from None
+
+
+def check_class_names(path: Path, classes, fix: str) -> None:
+    """ConfigError naming `path`, the field and `fix` when `classes` break the schema's rule
+    for actrec.json's classes (a non-empty list of distinct, non-empty names): `actrec
+    export` refuses a run by it before building anything."""
+    metadata = {"classes": classes}
+    try:
+        _check_classes(metadata)
+    except _FieldError as problem:
+        raise _refusal(path, metadata, problem, fix) from None
+
+
+def _refusal(path: Path, metadata: dict, problem: _FieldError, fix: str) -> ConfigError:
+    found = _shown(metadata, problem.where)
+    return ConfigError(
+        f"{path}: field {problem.where!r} should be {problem.expected}, not {found}; {fix}"
+    )
 
 
 def _shown(metadata: dict, where: str) -> str:

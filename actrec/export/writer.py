@@ -33,6 +33,7 @@ from actrec.export.metadata import (
     export_metadata,
     recipe_file_name,
 )
+from actrec.export.metadata_schema import check_export_metadata
 from actrec.export.model_card import model_card
 from actrec.export.parity import MEASURE
 from actrec.export.quantization import (
@@ -47,6 +48,10 @@ from actrec.export.streams import ExportedStream
 from actrec.progress import NullProgress, Progress
 
 DEFAULT_TOP_K = 5
+WRITE_FIX = (
+    "actrec wrote what it would refuse to read (nothing was written); please report this "
+    "with the run's run.json"
+)
 
 
 @dataclass(frozen=True)
@@ -218,6 +223,7 @@ def export_runs(
         }
         if entry is not None:
             metadata["quantization"] = entry
+        check_export_metadata(out_dir / METADATA_FILE, metadata, WRITE_FIX)  # as predict will
         _write_beside(staging, out_dir.name, streams, metadata)
         _commit(staging, out_dir)
         progress.advance()

@@ -6,6 +6,7 @@ import json
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -289,6 +290,32 @@ def test_runs_that_cannot_be_fused_are_refused(tiny_runs, tmp_path):
     with pytest.raises(ConfigError, match="fusion weights"):
         export_runs([tiny_runs["rgb"], tiny_runs["flow"]], out, fusion_weights=(1.0, -1.0))
     assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("name", "edit", "expected"),
+    [
+        ("integers", lambda names: list(range(len(names))), "'classes[0]' should be a class name"),
+        ("duplicates", lambda names: [names[0], *names[:-1]], "'classes' should be distinct"),
+    ],
+)
+def test_a_run_whose_classes_predict_would_refuse_is_not_exported(
+    tiny_runs, tmp_path, cli_runner, name, edit, expected
+):
+    """run.json's classes checked by the rule actrec.json's schema holds them to (what
+    `predict` reads exports by), before anything is built: nothing written."""
+    run = _copy_run(tiny_runs["rgb"], tmp_path / name)
+    record = json.loads((run / "run.json").read_text())
+    record["classes"] = edit(record["classes"])
+    (run / "run.json").write_text(json.dumps(record))
+    out = tmp_path / "out"
+    started = time.monotonic()
+    result = cli_runner("export", run, "--out", out)
+    assert result.exit_code == 1 and "Traceback" not in result.output, result.output
+    (line,) = [line for line in result.output.splitlines() if line.strip()]
+    assert f"{run / 'run.json'}: field {expected}" in line and "would refuse an export" in line
+    assert time.monotonic() - started < 5  # refused before a model is built
+    assert sorted(path.name for path in tmp_path.iterdir()) == [name]
 
 
 def test_moved_training_data_is_asked_for(tiny_runs, tmp_path, cli_runner):
