@@ -109,7 +109,6 @@ def prepare(
     validate_settings(settings)
     executor_settings = checked_options(executor, executor_settings)
     check_prepare_arguments(dataset, root, out_dir, dry_run)  # before TensorFlow: at once
-    import_tensorflow_quietly()
     if dataset == "synthetic" and not dry_run:
         generate_synthetic_if_missing(root)
     options = SourceOptions(
@@ -119,10 +118,11 @@ def prepare(
         val_fraction=val_fraction,
         test_fraction=test_fraction,
     )
-    listing = list_videos(dataset, root, options)
+    listing = list_videos(dataset, root, options)  # no videos (an empty root): before TensorFlow
     if dry_run:
         print_dry_run(dry_run_listing(listing), listing.dataset)
         return
+    import_tensorflow_quietly()
     print_warnings(listing.warnings)
     workers = workers or os.cpu_count() or 1
     with open_executor(executor, workers, executor_settings) as pool:

@@ -90,17 +90,23 @@ USAGES = [
         ["prepare", "folder", "--root", "raw", "--out", "run/recipe.yaml/mine"],
         "run/recipe.yaml is a file, not a folder (run/recipe.yaml/mine); give another --out",
     ),
+    (
+        ["prepare", "folder", "--root", "empty", "--out", "prepared/mine"],
+        "no videos found in empty (no class folders)",
+    ),
 ]
 
 _RUNNER = """
-import json, sys
+import json, sys, time
 from click.testing import CliRunner
 from actrec_cli.main import main
 
 answers = []
 for arguments in json.loads(sys.argv[1]):
+    started = time.monotonic()
     result = CliRunner().invoke(main, arguments)
     answers.append({
+        "seconds": time.monotonic() - started,
         "exit_code": result.exit_code,
         "stdout": result.stdout,
         "stderr": result.stderr,
@@ -156,6 +162,15 @@ def test_argument_mistakes_are_refused_in_one_line_before_tensorflow(folders):
     # nothing written for a refused command: no runs/, exports/, x/, y/
     assert sorted(path.name for path in folders.iterdir()) == before
     assert sorted(path.name for path in (folders / "empty").iterdir()) == []
+
+
+def test_an_empty_folder_to_prepare_is_answered_within_a_second(folders):
+    """The first command of a fresh interpreter (what `actrec prepare folder` imports is
+    timed, the CLI's own modules are not): the folder is listed before TensorFlow."""
+    (reply,) = answers([["prepare", "folder", "--root", "empty", "--out", "prepared/x"]], folders)
+    assert reply["exit_code"] == 1 and reply["heavy"] == [], reply
+    assert reply["stderr"].startswith("error: no videos found in empty"), reply["stderr"]
+    assert reply["seconds"] < 1, reply["seconds"]
 
 
 def test_a_wrong_choice_is_clicks_usage_error_before_tensorflow(folders):
