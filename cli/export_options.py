@@ -57,12 +57,12 @@ def quantization_options(command):
         ),
         click.option(
             "--gate-confidence",
-            type=click.FloatRange(min=0.5, max=1, max_open=True),
+            type=click.FloatRange(min=0, max=1, max_open=True),
             default=DEFAULT_CONFIDENCE,
             show_default=True,
-            help="The confidence at which the gate decides on paired clips: refused when the "
-            "drop's one-sided lower bound is above --max-drop (0.5: on the measured drop "
-            "alone, which a clip or two near a class boundary decides).",
+            help="The confidence of the drop's interval on the paired gate clips: refused "
+            "when all of it is above --max-drop (0: on the measured drop alone, which a clip "
+            "or two near a class boundary decides).",
         ),
         click.option(
             "--integer-io",

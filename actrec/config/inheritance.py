@@ -6,8 +6,9 @@
       epochs: 10
 
 A recipe read from a run or an export folder (`read_folder_recipe_file`) extends a built-in
-recipe or base, or a file inside that folder, and nothing else (actrec.confined_files): the
-folder may have been handed over, and its recipe must not read the reader's files.
+recipe or base, or a file inside that folder, and nothing else
+(actrec.config.confined_files): the folder may have been handed over, and its recipe must
+not read the reader's files.
 
 Within each section the extending file's keys replace the parent's, key by key; a key
 neither sets keeps the dataclass default (actrec.config.recipe). `name`, `description` and
@@ -28,8 +29,8 @@ from typing import Any
 
 import yaml
 
+from actrec.config.confined_files import file_in_folder
 from actrec.config.recipe import SECTIONS
-from actrec.confined_files import file_in_folder
 from actrec.errors import ConfigError
 
 EXTENDS_KEY = "extends"

@@ -30,8 +30,9 @@ BISECTION_STEPS = 60
 class PairedDifference:
     """A paired drop (first model's accuracy - second's, as a share) with its interval.
 
-    clips: N; lost, gained: the discordant clips (see the module); confidence: of each
-    one-sided bound (0.95: each bound holds 95 % of the time); lower, upper: the bounds."""
+    clips: N; lost, gained: the discordant clips (see the module); confidence: the
+    interval's (0.95: the true drop is below `lower` 2.5 % of the time, above `upper` 2.5 %);
+    lower, upper: its bounds."""
 
     clips: int
     lost: int
@@ -76,13 +77,13 @@ def _root(lost: int, gained: int, clips: int, target: float, low: float, high: f
 
 
 def paired_difference(lost: int, gained: int, clips: int, confidence: float) -> PairedDifference:
-    """The drop of `lost` and `gained` clips among `clips` with its one-sided bounds at
-    `confidence` (in (0.5, 1): 0.5 gives the measured drop as both bounds)."""
+    """The drop of `lost` and `gained` clips among `clips` with its interval at `confidence`
+    (in [0, 1): 0 gives the measured drop as both bounds)."""
     if clips < 1 or lost < 0 or gained < 0 or lost + gained > clips:
         raise ValueError(f"{lost} lost and {gained} gained clips do not fit {clips} clips")
-    if not 0.5 <= confidence < 1:
-        raise ValueError(f"a confidence of {confidence} is not in [0.5, 1)")
-    quantile = NormalDist().inv_cdf(confidence)
+    if not 0 <= confidence < 1:
+        raise ValueError(f"a confidence of {confidence} is not in [0, 1)")
+    quantile = NormalDist().inv_cdf((1 + confidence) / 2)
     measured = (lost - gained) / clips
     return PairedDifference(
         clips=clips,

@@ -10,7 +10,7 @@ how actrec.json is read back.
 
 An export may have been handed over: it is read only from inside its folder (no symlink
 leading out of it, recipes that extend a built-in recipe or a file inside it:
-actrec.confined_files).
+actrec.config.confined_files).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from actrec import __version__
-from actrec.confined_files import check_links_stay_inside
+from actrec.config.confined_files import check_links_stay_inside
 from actrec.errors import ConfigError
 from actrec.export.metadata_schema import check_export_metadata
 

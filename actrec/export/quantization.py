@@ -66,8 +66,8 @@ def checked_quantization(
     for name in ("calibration_clips", "gate_clips"):
         if getattr(options, name) < 1:
             raise ConfigError(f"--{name.replace('_', '-')} must be at least 1")
-    if not 0.5 <= options.gate_confidence < 1:
-        raise ConfigError("--gate-confidence must be at least 0.5 and below 1 (e.g. 0.95)")
+    if not 0 <= options.gate_confidence < 1:
+        raise ConfigError("--gate-confidence must be at least 0 and below 1 (e.g. 0.95)")
     if quantize == "none":
         if options.calibration_data is not None:
             raise ConfigError("--calibration-data is for a quantised export: give --quantize")

@@ -7,7 +7,7 @@
 
 The weights of a segment model do not depend on its number of segments, so the model can
 be rebuilt with another T (TSN's 25-frame test) and given the same weights. A run folder may
-have been handed over: its recipe is read from inside it (actrec.confined_files).
+have been handed over: its recipe is read from inside it (actrec.config.confined_files).
 """
 
 from __future__ import annotations
