@@ -26,6 +26,7 @@ import numpy as np
 from actrec.errors import ConfigError, VideoReadError
 from actrec.export.formats.registry import format_of_export
 from actrec.export.metadata import read_export_metadata
+from actrec.export.model_reading import reading_model
 from actrec.progress import NullProgress, Progress
 
 DEFAULT_TOP_K = 5
@@ -114,9 +115,12 @@ class ExportedModel:
             jpeg_quality=int(preparation.get("jpeg_quality", defaults.jpeg_quality)),
             min_frames=2 if needs_flow else 1,
         )
-        if not trust_model:
-            self.format.check_untrusted(self.model_dir, self.metadata)
-        self.model = self.format.clip_model(self.model_dir, self.metadata, **options)
+        with reading_model(self.model_dir):
+            if not trust_model:
+                self.format.check_untrusted(self.model_dir, self.metadata)
+            self.model = self.format.clip_model(
+                self.model_dir, self.metadata, trusted=trust_model, **options
+            )
 
     def video_inputs(self, path: Path | str) -> dict:
         """The signature inputs of one video (batch of 1); VideoReadError when it cannot

@@ -1,21 +1,32 @@
-"""A SavedModel is a program: what it runs is checked before it is loaded.
+"""A SavedModel is a program: what TensorFlow's loader would run of it is checked as data.
 
-`tf.saved_model.load` already runs a SavedModel's initialisers and restore functions, and
-its serving signature can call any TensorFlow op (WriteFile, PyFunc, a network read, ...).
-PyTorch answers the same problem for checkpoints with `torch.load(weights_only=True)`; for a
-SavedModel, `check_savedmodel_ops` reads `saved_model.pb` as data (a protocol buffer, no
-graph is built) and allows:
+`actrec predict` does not load an untrusted SavedModel with TensorFlow's loader: it rebuilds
+the serving function with actrec's own code and reads the variables as data
+(actrec.export.savedmodel_rebuild). The model card tells users to load the folder with
+`tf.saved_model.load`, which runs the file's functions, so `check_savedmodel_ops` still
+refuses a `saved_model.pb` that would act if loaded. It reads the protocol buffer (no graph
+is built) and decides what runs by what the TF2 loader calls, never by names or labels the
+file gives itself:
 
-- in the graph's own nodes and every function of its library that the saver does not
-  reach: SIGNATURE_OPS, the ops actrec's own exports use there (every variant, every
-  registered backbone: tests/export/derive_savedmodel_ops.py prints them,
-  tests/export/test_savedmodel_ops.py fails when an export needs a new one);
-- in the saver's own functions (those its save and restore nodes call, and nothing a
-  signature reaches): those and SAVER_OPS, which read and write checkpoint files.
+- a SavedModel without a TF2 object graph is refused: TensorFlow loads it as TF1
+  (`load_v1_in_v2`), which runs its saver's restore op, whatever that op calls;
+- the loaded functions are every concrete function the object graph names (its
+  `concrete_functions`, every function and bare concrete function object, the save and
+  restore functions of its saveable objects; the signatures are among them), and every
+  function they reach: through any function-valued attribute (f, body, cond, then_branch,
+  branches, ...: `func` and `list(func)`), through a node whose op is a library function's
+  name, and through a reached function's registered gradient;
+- in those, only SIGNATURE_OPS, the ops actrec's own exports use there (every variant,
+  every registered backbone: tests/export/derive_savedmodel_ops.py prints them); in the
+  rest of the library (the saver's own functions, which only the TF1 loader runs, and it is
+  refused) also SAVER_OPS; in the graph's own nodes (which the TF2 loader does not run)
+  SIGNATURE_OPS and function calls;
+- every object graph reference (a child, a capture, a saveable's function) names an object
+  the graph has, and every function it names is in the library.
 
 Anything else is refused by name (UntrustedModelError) unless the user trusts the model's
 author (`--trust-model`). What is not checked: an op's inputs (a huge shape, a long loop:
-resource exhaustion), and what LiteRT or ONNX Runtime do (their checks are their own).
+resource exhaustion), and what LiteRT or ONNX Runtime do (actrec.export.device_file_checks).
 """
 
 from __future__ import annotations
@@ -55,9 +66,12 @@ SAVER_OPS = frozenset(
 _traced_restore): allowed there only."""
 
 
-def _called_functions(node) -> Iterable[str]:
-    """The names of the functions a NodeDef calls through its attributes (f, then_branch,
-    body, branches, ...)."""
+def _called_functions(node, functions: dict) -> Iterable[str]:
+    """The names of the library functions a NodeDef calls: through any function-valued
+    attribute (f, then_branch, body, branches, ...) and by its op (a library function's
+    name)."""
+    if node.op in functions:
+        yield node.op
     for value in node.attr.values():
         if value.HasField("func"):
             yield value.func.name
@@ -72,17 +86,60 @@ def graph_def_ops(graph_def) -> set[str]:
     return ops
 
 
-def _reachable(start: Iterable[str], functions: dict) -> set[str]:
-    """The function names reachable from `start` through calls (the start included)."""
+def _reachable(start: Iterable[str], functions: dict, gradients: dict) -> set[str]:
+    """The function names reachable from `start` through calls and registered gradients
+    (the start included; names not in the library left out)."""
     seen, pending = set(), [name for name in start if name in functions]
     while pending:
         name = pending.pop()
         if name in seen:
             continue
         seen.add(name)
-        for node in functions[name].node_def:
-            pending += [called for called in _called_functions(node) if called in functions]
+        called = [
+            *(c for node in functions[name].node_def for c in _called_functions(node, functions))
+        ]
+        if name in gradients:
+            called.append(gradients[name])
+        pending += [function for function in called if function in functions]
     return seen
+
+
+def _object_graph_functions(model_dir: Path, meta_graph, functions: dict) -> set[str]:
+    """The names of the functions TensorFlow's TF2 loader calls or may call: every concrete
+    function the object graph names. UntrustedModelError for a SavedModel without an object
+    graph (TF1), a reference to an object it does not have or a function not in the
+    library."""
+    path = model_dir / SAVED_MODEL_FILE
+    graph = meta_graph.object_graph_def
+    if not meta_graph.HasField("object_graph_def") or not graph.nodes:
+        raise UntrustedModelError(
+            f"{path} is a TF1-style SavedModel (no object graph), which an actrec export "
+            "never is: TensorFlow would run its saver's restore op, which may act on your "
+            f"files. It was not loaded; if you trust its author, pass {TRUST_FLAG}"
+        )
+    names = set(graph.concrete_functions)
+    node_ids = []
+    for node in graph.nodes:
+        kind = node.WhichOneof("kind")
+        if kind == "function":
+            names |= set(node.function.concrete_functions)
+        elif kind == "bare_concrete_function":
+            names.add(node.bare_concrete_function.concrete_function_name)
+        node_ids += [child.node_id for child in node.children]
+        node_ids += [ref.node_id for ref in node.dependencies]
+        for saveable in node.saveable_objects.values():
+            node_ids += [saveable.save_function, saveable.restore_function]
+    for concrete in graph.concrete_functions.values():
+        node_ids += list(concrete.bound_inputs)
+    outside = [node_id for node_id in node_ids if not 0 <= node_id < len(graph.nodes)]
+    missing = sorted(name for name in names if name not in functions)
+    if outside or missing:
+        what = f"object {outside[0]}" if outside else f"function {missing[0]!r}"
+        raise UntrustedModelError(
+            f"{path} refers to {what}, which it does not hold (damaged or edited); export "
+            "the model again"
+        )
+    return names
 
 
 def _read_saved_model(model_dir: Path):
@@ -113,32 +170,22 @@ def _read_saved_model(model_dir: Path):
 
 def disallowed_ops(model_dir: Path) -> list[tuple[str, str]]:
     """(op, where) of every op of the SavedModel in `model_dir` that an actrec export never
-    runs there (see the module), in a stable order; [] for an actrec export."""
-    meta_graph = _read_saved_model(Path(model_dir))
+    runs there (see the module), in a stable order; [] for an actrec export.
+    UntrustedModelError for a TF1-style SavedModel or a damaged object graph."""
+    model_dir = Path(model_dir)
+    meta_graph = _read_saved_model(model_dir)
     graph = meta_graph.graph_def
     functions = {function.signature.name: function for function in graph.library.function}
-    nodes = {node.name: node for node in graph.node}
-    saver = meta_graph.saver_def
-    saver_nodes = {
-        name.split(":")[0] for name in (saver.save_tensor_name, saver.restore_op_name) if name
-    }
-    saver_calls = [
-        called for name in saver_nodes if name in nodes for called in _called_functions(nodes[name])
-    ]
-    other_calls = [
-        called
-        for node in graph.node
-        if node.name not in saver_nodes
-        for called in _called_functions(node)
-    ]
-    signature_reach = _reachable(other_calls, functions)
-    saver_only = _reachable(saver_calls, functions) - signature_reach
+    gradients = {entry.function_name: entry.gradient_func for entry in graph.library.gradient}
+    loaded = _reachable(
+        _object_graph_functions(model_dir, meta_graph, functions), functions, gradients
+    )
     found = []
     for node in graph.node:
         if node.op not in SIGNATURE_OPS and node.op not in functions:
             found.append((node.op, f"graph node {node.name!r}"))
     for name, function in sorted(functions.items()):
-        allowed = SIGNATURE_OPS | SAVER_OPS if name in saver_only else SIGNATURE_OPS
+        allowed = SIGNATURE_OPS if name in loaded else SIGNATURE_OPS | SAVER_OPS
         for node in function.node_def:
             if node.op not in allowed and node.op not in functions:
                 found.append((node.op, f"function {name!r}"))

@@ -25,6 +25,7 @@ import numpy as np
 from actrec.errors import ConfigError
 from actrec.export.formats.registry import format_of_export
 from actrec.export.metadata import read_export_metadata
+from actrec.export.model_reading import reading_model
 
 
 @dataclass(frozen=True)
@@ -74,9 +75,12 @@ class StreamingModel:
         self.classes = tuple(self.metadata["classes"])
         export_format = format_of_export(self.model_dir, self.metadata)
         export_format.check_runtime_options(self.model_dir, options)
-        if not trust_model:
-            export_format.check_untrusted(self.model_dir, self.metadata)
-        self._step = export_format.stream_model(self.model_dir, self.metadata, **options)
+        with reading_model(self.model_dir):
+            if not trust_model:
+                export_format.check_untrusted(self.model_dir, self.metadata)
+            self._step = export_format.stream_model(
+                self.model_dir, self.metadata, trusted=trust_model, **options
+            )
         self._states = [state["input"] for state in self.streaming["states"]]
         # Where a format cannot give an output an input's name (ONNX), actrec.json says it.
         self._outputs = [state.get("output", state["input"]) for state in self.streaming["states"]]

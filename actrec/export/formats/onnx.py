@@ -284,11 +284,11 @@ class OnnxFormat(ExportFormat):
 
         check_onnx_file(model_dir / ONNX_FILE)
 
-    def clip_model(self, model_dir: Path, metadata: dict, **options):
+    def clip_model(self, model_dir: Path, metadata: dict, trusted: bool = False, **options):
         runner = OnnxRunner(model_dir / ONNX_FILE, options.get("provider", "auto"))
         return ReadyClipModel(runner.run, model_dir, metadata)
 
-    def stream_model(self, model_dir: Path, metadata: dict, **options):
+    def stream_model(self, model_dir: Path, metadata: dict, trusted: bool = False, **options):
         runner = OnnxRunner(model_dir / ONNX_FILE, options.get("provider", "auto"))
         return ReadyFrameStep(runner.run, model_dir, metadata)
 

@@ -188,15 +188,18 @@ class ExportFormat:
         calls it unless the user trusts the model's author (--trust-model)."""
         raise NotImplementedError
 
-    def clip_model(self, model_dir: Path, metadata: dict, **options: Any):
+    def clip_model(self, model_dir: Path, metadata: dict, trusted: bool = False, **options: Any):
         """The loaded clip model `actrec predict` runs: an object whose
         `probabilities(inputs)` maps uint8 videos by input name ("frames" [N, F, H, W, 3],
-        "flow" [N, F-1, H, W, 2]) to probabilities [N, K]."""
+        "flow" [N, F-1, H, W, 2]) to probabilities [N, K]. trusted: the user trusts the
+        model's author (--trust-model); a format whose own loader runs the file's code
+        (savedmodel) loads it another way without it."""
         raise ConfigError(self.cannot_predict(model_dir))
 
-    def stream_model(self, model_dir: Path, metadata: dict, **options: Any):
+    def stream_model(self, model_dir: Path, metadata: dict, trusted: bool = False, **options: Any):
         """The loaded streaming step: callable(frame uint8 [H, W, 3] as [1, H, W, 3], states
-        by name) -> outputs by name (numpy), "logits" and the new states among them."""
+        by name) -> outputs by name (numpy), "logits" and the new states among them.
+        trusted: as clip_model's."""
         raise ConfigError(self.cannot_predict(model_dir))
 
     def cannot_predict(self, model_dir: Path) -> str:

@@ -68,13 +68,10 @@ def loaded_signature(model_dir: Path):
     loaded object that keeps its variables alive."""
     import tensorflow as tf
 
-    try:
+    from actrec.export.model_reading import reading_model
+
+    with reading_model(model_dir):
         loaded = tf.saved_model.load(str(model_dir))
-    except (OSError, ValueError, tf.errors.OpError) as error:
-        raise ConfigError(
-            f"{model_dir}: cannot load the SavedModel ({type(error).__name__}: "
-            f"{str(error).splitlines()[0]}); export the model again"
-        ) from None
     if SIGNATURE_NAME not in loaded.signatures:
         raise ConfigError(
             f"{model_dir}: the SavedModel has no {SIGNATURE_NAME!r} signature; export the "
@@ -84,11 +81,19 @@ def loaded_signature(model_dir: Path):
 
 
 class SavedModelClip:
-    """The clip SavedModel of an export folder, loaded: probabilities of uint8 videos."""
+    """The clip SavedModel of an export folder, ready: probabilities of uint8 videos.
+    trusted: loaded by TensorFlow (`tf.saved_model.load`, which runs saved_model.pb's code);
+    otherwise its serving function is rebuilt by actrec from the folder's recipes and its
+    variables read as data (actrec.export.savedmodel_rebuild)."""
 
-    def __init__(self, model_dir: Path, metadata: dict):
-        self.signature, self._loaded = loaded_signature(model_dir)
+    def __init__(self, model_dir: Path, metadata: dict, trusted: bool = False):
         self.input_names = tuple(metadata["inputs"])
+        if trusted:
+            self.signature, self._loaded = loaded_signature(model_dir)
+        else:
+            from actrec.export.savedmodel_rebuild import rebuilt_clip_function
+
+            self.signature, self._loaded = rebuilt_clip_function(model_dir, metadata)
 
     def probabilities(self, inputs: dict) -> np.ndarray:
         import tensorflow as tf
@@ -161,12 +166,16 @@ class SavedModelFormat(ExportFormat):
 
         check_savedmodel_ops(model_dir)
 
-    def clip_model(self, model_dir: Path, metadata: dict, **options):
-        return SavedModelClip(model_dir, metadata)
+    def clip_model(self, model_dir: Path, metadata: dict, trusted: bool = False, **options):
+        return SavedModelClip(model_dir, metadata, trusted)
 
-    def stream_model(self, model_dir: Path, metadata: dict, **options):
+    def stream_model(self, model_dir: Path, metadata: dict, trusted: bool = False, **options):
         import tensorflow as tf
 
+        if not trusted:
+            from actrec.export.savedmodel_rebuild import rebuilt_step_function
+
+            return rebuilt_step_function(model_dir, metadata)
         signature, loaded = loaded_signature(model_dir)
 
         def step(frame: np.ndarray, states: dict) -> dict:
@@ -184,25 +193,30 @@ class SavedModelFormat(ExportFormat):
         import tensorflow as tf
 
         from actrec.config.files import load_recipe
+        from actrec.export.model_reading import error_detail, reading_model
         from actrec.export.saved_variables import EXPORT_VARIABLES, export_variables
+        from actrec.export.savedmodel_rebuild import checked_variable_files
         from actrec.models.factory import build_model
         from actrec.runs.trained import without_pretrained_weights
 
+        fix = "start from the run it was exported from"
         models = []
         for stream in metadata["streams"]:
             recipe = without_pretrained_weights(load_recipe(model_dir / stream["recipe_file"]))
             models.append(build_model(recipe.model, recipe.data, num_classes))
         mismatches = []
-        for layout in ({EXPORT_VARIABLES: export_variables(models)}, {"models": models}):
-            status = tf.train.Checkpoint(**layout).read(str(model_dir / "variables" / "variables"))
-            try:
-                status.expect_partial().assert_existing_objects_matched()
-                return models[stream_index]
-            except AssertionError as error:
-                mismatches.append(error)
+        with reading_model(model_dir, fix):
+            prefix = str(checked_variable_files(model_dir))
+            for layout in ({EXPORT_VARIABLES: export_variables(models)}, {"models": models}):
+                status = tf.train.Checkpoint(**layout).read(prefix)
+                try:
+                    status.expect_partial().assert_existing_objects_matched()
+                    return models[stream_index]
+                except AssertionError as error:
+                    mismatches.append(error)
         raise ConfigError(
             f"{model_dir}: its SavedModel variables do not fit the model of its recipe "
-            f"({mismatches[0]}); start from the run it was exported from"
+            f"({error_detail(mismatches[0])}); {fix}"
         )
 
 

@@ -141,13 +141,13 @@ class TfliteFormat(ExportFormat):
 
         check_tflite_file(model_dir / TFLITE_FILE)
 
-    def clip_model(self, model_dir: Path, metadata: dict, **options):
+    def clip_model(self, model_dir: Path, metadata: dict, trusted: bool = False, **options):
         runner = TfliteRunner(
             model_dir / TFLITE_FILE, interpreter=options.get("interpreter", "auto")
         )
         return ReadyClipModel(runner.run, model_dir, metadata)
 
-    def stream_model(self, model_dir: Path, metadata: dict, **options):
+    def stream_model(self, model_dir: Path, metadata: dict, trusted: bool = False, **options):
         runner = TfliteRunner(
             model_dir / TFLITE_FILE, interpreter=options.get("interpreter", "auto")
         )
