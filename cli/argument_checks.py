@@ -72,16 +72,21 @@ def check_eval_arguments(run_dir: Path | None, data_dir: Path | None, out_dir: P
 
 
 def check_export_arguments(
-    run_dirs: list[Path], out_dir: Path, data_dir: Path | None, overwrite: bool
+    run_dirs: list[Path],
+    out_dir: Path,
+    data_dir: Path | None,
+    overwrite: bool,
+    calibration_data: Path | None = None,
 ) -> None:
-    """`actrec export RUN [--fuse RUN2]`: run folders, --data prepared data, --out new, empty
-    or (with --overwrite) an earlier export."""
+    """`actrec export RUN [--fuse RUN2]`: run folders, --data and --calibration-data prepared
+    data, --out new, empty or (with --overwrite) an earlier export."""
     from actrec.export.checks import check_out_dir
 
     for run_dir in run_dirs:
         require_run(run_dir, "export")
-    if data_dir is not None:
-        require_prepared(data_dir, "--data")
+    for option, folder in (("--data", data_dir), ("--calibration-data", calibration_data)):
+        if folder is not None:
+            require_prepared(folder, option)
     refuse_a_file_on_the_way(out_dir, "--out")
     check_out_dir(out_dir, overwrite)
 
@@ -91,14 +96,44 @@ def _is_local_path(video: str) -> bool:
     return "://" not in video and not video.isdigit()
 
 
+_NOT_A_VIDEO = ("export", "run", "prepared", "partial", "videos", "empty")
+"""Folder kinds that are no video (a frame folder is one: "other", its images)."""
+
+
+def _video_problem(video: str) -> str | None:
+    """Why the local path `video` cannot be a video (None: it may be one)."""
+    kind = folder_kind(video)
+    if kind is None:
+        return "no such file"
+    if kind in _NOT_A_VIDEO:
+        return f"{DESCRIPTIONS[kind]}, not a video file or a folder of its frames"
+    return None
+
+
 def check_predict_arguments(videos: tuple[str, ...], model_dir: Path) -> None:
     """`actrec predict VIDEO... --model EXPORT`: EXPORT an export folder, and at least one
     VIDEO there (an unreadable one among others is reported and skipped, as documented)."""
     require_export(model_dir, "--model")
     local = [video for video in videos if _is_local_path(video)]
-    if not local or len(local) < len(videos) or any(Path(video).exists() for video in local):
+    problems = [_video_problem(video) for video in local]
+    if not local or len(local) < len(videos) or None in problems:
         return
+    if len(local) == 1 and problems[0] != "no such file":
+        raise ConfigError(f"{local[0]} is {problems[0]}; give the path of a video file")
     if len(local) == 1:
         raise ConfigError(f"{local[0]}: no such file; give the path of a video file")
     shown = ", ".join(local[:3]) + (", ..." if len(local) > 3 else "")
     raise ConfigError(f"none of the {len(local)} videos exists ({shown}); give video files")
+
+
+def check_inspect_arguments(prepared: Path, contact_sheet: Path | None) -> None:
+    """`actrec inspect PREPARED`: prepared data, and --contact-sheet's folder writable."""
+    require_prepared(prepared, "PREPARED")
+    if contact_sheet is not None:
+        refuse_a_file_on_the_way(contact_sheet.parent, "--contact-sheet")
+
+
+def check_migrate_arguments(prepared: Path, out: Path) -> None:
+    """`actrec migrate PREPARED --out OUT`: prepared data (format 1), OUT writable."""
+    require_prepared(prepared, "PREPARED")
+    refuse_a_file_on_the_way(out, "--out")

@@ -120,7 +120,8 @@ def export(
 
     quantization = quantization_settings(format_options)
     runs = [run_dir] if other_run is None else [run_dir, other_run]
-    check_export_arguments(runs, out_dir, data_dir, overwrite)  # before TensorFlow: at once
+    # before TensorFlow: at once
+    check_export_arguments(runs, out_dir, data_dir, overwrite, quantization.calibration_data)
     import_tensorflow_quietly()
     from actrec.export.writer import export_runs
 

@@ -36,9 +36,11 @@ from rich.table import Table
 )
 def inspect(prepared, contact_sheet, num_videos, frames_per_video):
     """Read every record in PREPARED, check it against manifest.json, draw a contact sheet."""
-    from actrec.data.maintenance.inspect import inspect_prepared
+    from actrec_cli.argument_checks import check_inspect_arguments
 
+    check_inspect_arguments(prepared, contact_sheet)  # before TensorFlow: at once
     import_tensorflow_quietly()
+    from actrec.data.maintenance.inspect import inspect_prepared
 
     report = inspect_prepared(
         prepared,
