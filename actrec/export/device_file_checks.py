@@ -1,12 +1,10 @@
-"""What a TFLite or ONNX file handed to `actrec predict` may hold, read as data before it is
-loaded (actrec.export.savedmodel_ops does this for SavedModels).
+"""What a TFLite file handed to `actrec predict` may hold, read as data before it is loaded
+(actrec.export.savedmodel_ops does this for SavedModels, actrec.export.onnx_checks for
+ONNX files).
 
 - model.tflite: only LiteRT's builtin operators. A custom operator runs code the file does
   not contain, and a Flex operator (custom code "Flex...") runs any TensorFlow op, file
   writes included; actrec's exports hold neither (tests/export/test_untrusted_models.py).
-- model.onnx: every tensor stored outside the file ("external data") must be a file inside
-  the export folder: an ONNX file can name any path on the machine for ONNX Runtime to
-  read. actrec's exports store every tensor inside the file.
 
 A file that cannot be parsed is refused by name as damaged.
 """
@@ -71,59 +69,3 @@ def check_tflite_file(path: Path) -> None:
             "they run code that is not in the file and may act on your files. It was not "
             f"loaded; if you trust its author, pass {TRUST_FLAG}"
         )
-
-
-def _graph_tensors(graph):
-    """Every TensorProto of an ONNX graph: initializers, node attributes, subgraphs'."""
-    yield from graph.initializer
-    for sparse in graph.sparse_initializer:
-        yield sparse.values
-        yield sparse.indices
-    for node in graph.node:
-        for attribute in node.attribute:
-            if attribute.HasField("t"):
-                yield attribute.t
-            yield from attribute.tensors
-            if attribute.HasField("g"):
-                yield from _graph_tensors(attribute.g)
-            for subgraph in attribute.graphs:
-                yield from _graph_tensors(subgraph)
-
-
-def onnx_external_locations(path: Path) -> list[str]:
-    """The `location` of every tensor the ONNX file stores outside itself."""
-    from google.protobuf.message import DecodeError
-
-    try:
-        import onnx
-    except ImportError:
-        raise UntrustedModelError(
-            f"checking {path} before ONNX Runtime loads it needs the onnx package: pip "
-            "install 'actrec[onnx]'"
-        ) from None
-
-    try:
-        model = onnx.load(str(path), load_external_data=False)
-    except (DecodeError, OSError, ValueError, RuntimeError):
-        raise _damaged(path, "ONNX model") from None
-    locations = []
-    for tensor in _graph_tensors(model.graph):
-        if tensor.data_location == onnx.TensorProto.EXTERNAL:
-            entries = {entry.key: entry.value for entry in tensor.external_data}
-            locations.append(entries.get("location", ""))
-    return locations
-
-
-def check_onnx_file(path: Path) -> None:
-    """UntrustedModelError for a damaged file or external data outside the export folder."""
-    if not path.is_file():
-        raise UntrustedModelError(f"{path} does not exist; export the model again")
-    folder = path.parent.resolve()
-    for location in onnx_external_locations(path):
-        target = (folder / location).resolve()
-        if not location or Path(location).is_absolute() or folder not in target.parents:
-            raise UntrustedModelError(
-                f"{path} reads tensor data from {location!r}, outside its folder, which an "
-                "actrec export never does: it may read any file of this machine. It was not "
-                f"loaded; if you trust its author, pass {TRUST_FLAG}"
-            )

@@ -26,7 +26,8 @@ file gives itself:
 
 Anything else is refused by name (UntrustedModelError) unless the user trusts the model's
 author (`--trust-model`). What is not checked: an op's inputs (a huge shape, a long loop:
-resource exhaustion), and what LiteRT or ONNX Runtime do (actrec.export.device_file_checks).
+resource exhaustion); TFLite and ONNX files are checked by actrec.export.device_file_checks and
+actrec.export.onnx_checks.
 """
 
 from __future__ import annotations

@@ -280,7 +280,7 @@ class OnnxFormat(ExportFormat):
         ]
 
     def check_untrusted(self, model_dir: Path, metadata: dict) -> None:
-        from actrec.export.device_file_checks import check_onnx_file
+        from actrec.export.onnx_checks import check_onnx_file
 
         check_onnx_file(model_dir / ONNX_FILE)
 
