@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import re
 import subprocess
 import sys
@@ -46,7 +47,9 @@ for job in json.loads(sys.argv[1]):
     arrays = {n: a.astype("S") if a.dtype == object else a for n, a in arrays.items()}
     np.savez(job["outputs"], **arrays)
     report.append(sorted(name for name in sys.modules if name.split(".")[0] == "actrec"))
+backend = sys.modules["keras"].backend.backend() if "keras" in sys.modules else None
 print("ACTREC_MODULES", json.dumps(report))
+print("KERAS_BACKEND", json.dumps(backend))
 """
 
 
@@ -97,9 +100,12 @@ class CardRun:
     actrec_modules: list
 
 
-def run_cards(folders: list[Path], work: Path, seed: int = 0) -> list[CardRun]:
+def run_cards(
+    folders: list[Path], work: Path, seed: int = 0, backend: str | None = None
+) -> list[CardRun]:
     """Each export folder's card code, run in order in one fresh Python process on random
-    inputs of the shapes the card lists. The actrec modules imported after each card are
+    inputs of the shapes the card lists (under KERAS_BACKEND=`backend` where given, which
+    the process is checked to have used). The actrec modules imported after each card are
     reported (a SavedModel, TFLite or ONNX card needs none)."""
     jobs, inputs = [], []
     for index, folder in enumerate(folders):
@@ -115,13 +121,20 @@ def run_cards(folders: list[Path], work: Path, seed: int = 0) -> list[CardRun]:
                 "outputs": str(work / f"card-{index}-out.npz"),
             }
         )
+    environment = dict(os.environ)
+    if backend is not None:
+        environment.update(KERAS_BACKEND=backend, JAX_PLATFORMS="cpu")
     finished = subprocess.run(
         [sys.executable, "-c", _RUNNER, json.dumps(jobs)],
         capture_output=True,
         text=True,
         cwd=work,
+        env=environment,
     )
     assert finished.returncode == 0, finished.stderr[-4000:]
+    if backend is not None:
+        line = next(line for line in finished.stdout.splitlines() if "KERAS_BACKEND" in line)
+        assert json.loads(line.split(" ", 1)[1]) == backend, line
     line = next(line for line in finished.stdout.splitlines() if line.startswith("ACTREC_MODULES"))
     modules = json.loads(line.split(" ", 1)[1])
     runs = []
@@ -188,12 +201,14 @@ def reference_outputs(export: Path, inputs: dict) -> dict:
     return outputs
 
 
-def assert_cards_give_the_runs_outputs(folders: list[Path], work: Path) -> set:
-    """Runs the cards of `folders` (run_cards) and asserts each gives its exporting runs'
-    outputs within its format's tolerance, on inputs that give different scores; a
-    SavedModel, TFLite or ONNX card imports no actrec. Returns the (format, streams,
-    streaming) variants compared."""
-    runs = run_cards(folders, work)
+def assert_cards_give_the_runs_outputs(
+    folders: list[Path], work: Path, backend: str | None = None
+) -> set:
+    """Runs the cards of `folders` (run_cards, under Keras's `backend` where given) and
+    asserts each gives its exporting runs' outputs (TensorFlow's, in this process) within
+    its format's tolerance, on inputs that give different scores; a SavedModel, TFLite or
+    ONNX card imports no actrec. Returns the (format, streams, streaming) variants compared."""
+    runs = run_cards(folders, work, backend=backend)
     compared = set()
     for run in runs:
         metadata = read_export_metadata(run.folder)

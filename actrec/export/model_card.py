@@ -206,13 +206,17 @@ def _trust_section(predicts: bool) -> list[str]:
     """What is checked when this folder is loaded, and what is not."""
     if predicts:
         checked = (
-            "`actrec predict` checks this folder before it loads anything of it: "
-            "`actrec.json` against its schema (every file it names inside the folder) and the "
-            "model file for what an actrec export never holds (a SavedModel op outside those "
-            "actrec's exports use, TFLite custom or TensorFlow operators, ONNX data outside "
-            "the folder), refused unless `--trust-model`. Loading the model directly, as "
-            "above, runs whatever the file holds: do so for a copy you made or whose author "
-            "you trust."
+            "`actrec predict` checks this folder before it runs anything of it: `actrec.json` "
+            "against its schema (every file it names inside the folder, no link leading out, "
+            "a recipe's `extends` inside the folder or built in). A SavedModel is not loaded "
+            "by TensorFlow: actrec rebuilds its network from the recipe and reads "
+            "`variables/` as data (names, shapes and dtypes checked), and `saved_model.pb` is "
+            "refused if anything TensorFlow's loader would call runs an op actrec's exports "
+            "never use (a TF1 saver included). A TFLite file is refused with custom or "
+            "TensorFlow operators, an ONNX file with data outside the folder or an operator or "
+            "domain actrec's exports never use. `--trust-model` skips these checks. Loading "
+            "the model directly, as above, runs whatever the file holds: do so for a copy you "
+            "made or whose author you trust."
         )
     else:
         checked = (

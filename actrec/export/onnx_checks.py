@@ -35,14 +35,19 @@ ONNX_OPS = frozenset(
         # 18 (every variant) with the int8 QDQ pair: Add Cast Clip Concat Conv
         # DequantizeLinear Div Gather GlobalAveragePool Less MatMul Mul Not Pad
         # QuantizeLinear Range ReduceMean Reshape Shape Slice Softmax Squeeze Sub Transpose
-        # Unsqueeze. The rest are the default-domain ops the other backbones' layers
-        # convert to (pooling, BatchNormalization, Relu, HardSigmoid, Sigmoid, Resize, ...),
-        # pending a full run of the script over every backbone; none reads or writes files.
-        "Add", "AveragePool", "BatchNormalization", "Cast", "Clip", "Concat", "Conv",
-        "DequantizeLinear", "Div", "Gather", "GlobalAveragePool", "HardSigmoid", "Identity",
-        "Less", "MatMul", "Max", "MaxPool", "Mul", "Not", "Pad", "QuantizeLinear", "Range",
-        "ReduceMean", "Relu", "Reshape", "Resize", "Shape", "Sigmoid", "Slice", "Softmax",
-        "Sqrt", "Squeeze", "Sub", "Transpose", "Unsqueeze",
+        # Unsqueeze; ONNX Runtime's pre-processing of an int8 export fuses MatMul + Add into
+        # Gemm (the suite's streaming int8 ONNX). The rest are the default-domain ops the
+        # other backbones' layers convert to (pooling, BatchNormalization, Relu, MobileNetV3's
+        # hard sigmoid and swish, EfficientNet's swish, ...), pending a full run of the
+        # script over every backbone; no default-domain operator reads or writes a file.
+        "Abs", "Add", "AveragePool", "BatchNormalization", "Cast", "Clip", "Concat",
+        "Constant", "ConstantOfShape", "Conv", "DequantizeLinear", "Div", "Equal", "Erf",
+        "Exp", "Expand", "Flatten", "Floor", "Gather", "Gemm", "GlobalAveragePool",
+        "Greater", "HardSigmoid", "HardSwish", "Identity", "Less", "MatMul", "Max", "MaxPool",
+        "Min", "Mul", "Neg", "Not", "Pad", "Pow", "QuantizeLinear", "Range", "ReduceMax",
+        "ReduceMean", "ReduceSum", "Relu", "Reshape", "Resize", "Round", "Shape", "Sigmoid",
+        "Slice", "Softmax", "Split", "Sqrt", "Squeeze", "Sub", "Tanh", "Tile", "Transpose",
+        "Unsqueeze", "Where",
     }
 )  # fmt: skip
 """The op types of the default domain ("") actrec's ONNX exports use; no other domain."""

@@ -100,15 +100,15 @@ def read_variables(model_dir: Path, models: list) -> None:
 def rebuilt_streams(model_dir: Path, metadata: dict) -> list:
     """The export's streams (actrec.export.streams.ExportedStream, in actrec.json's order),
     their models built from the export's recipes and their variables read from the folder."""
-    from actrec.config.files import load_recipe
     from actrec.data.input.clip_spec import clip_spec
+    from actrec.export.metadata import load_export_recipe
     from actrec.export.streams import ExportedStream
     from actrec.models.factory import build_model
     from actrec.runs.trained import without_pretrained_weights
 
     streams = []
     for entry in metadata["streams"]:
-        recipe = without_pretrained_weights(load_recipe(model_dir / entry["recipe_file"]))
+        recipe = without_pretrained_weights(load_export_recipe(model_dir, entry["recipe_file"]))
         if recipe.data.modality != entry["modality"]:
             raise _cannot_rebuild(
                 model_dir,

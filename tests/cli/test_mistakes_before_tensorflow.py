@@ -22,7 +22,6 @@ import sys
 from pathlib import Path
 
 import click
-
 from actrec_cli.main import main
 
 OUTPUTS = {

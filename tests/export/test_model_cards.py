@@ -3,7 +3,8 @@ process and gives the exporting run's outputs (tests/card_harness.py): SavedMode
 TFLite and ONNX; one stream, two streams fused, the online TSM's streaming step. (Converted
 and fine-tuned runs: tests/published/test_published_convert.py; distilled ones:
 tests/train/test_distillation.py.) A folder named like code is a path in the card's code
-and in the export's own fresh-process check."""
+and in the export's own fresh-process check. The Keras cards' code runs under Keras's JAX
+and PyTorch backends too."""
 
 from __future__ import annotations
 
@@ -73,3 +74,15 @@ def test_a_keras_export_into_a_folder_named_like_code_runs_none_of_it(
     assert "model_path = 'THIS_FOLDER/model.keras'" in card
     assert assert_cards_give_the_runs_outputs([out], tmp_path) == {("keras", 1, False)}
     assert not marker.exists()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", ["jax", "torch"])
+def test_the_keras_cards_code_gives_the_runs_outputs_under_jax_and_torch(
+    card_exports, tmp_path, backend
+):
+    """A trained TSM's and a two-stream model's `.keras` exports, loaded by their cards' code
+    in a fresh process under KERAS_BACKEND=jax and torch, give TensorFlow's outputs."""
+    keras_exports = [folder for folder in card_exports if folder.name.startswith("keras-")]
+    compared = assert_cards_give_the_runs_outputs(keras_exports, tmp_path, backend=backend)
+    assert compared == {("keras", 1, False), ("keras", 2, False)}

@@ -45,17 +45,18 @@ def model_path_line(path: str) -> str:
 
 def usage_code(input_names: tuple[str, ...]) -> list[str]:
     """The model card's Python lines after `model_path_line`: the model at `model_path`
-    loaded in any process (every actrec layer registered, Keras's safe mode on) and called
-    on the inputs of these names."""
+    loaded in any process under any Keras backend (every actrec layer registered, Keras's
+    safe mode on) and called on the inputs of these names, the outputs as numpy arrays."""
     if len(input_names) == 1:
         call, result = input_names[0], "logits [N, K]"
     else:
         call = "{" + ", ".join(f'"{name}": {name}' for name in input_names) + "}"
         result = "fused probabilities [N, K]"
     return [
+        "import keras",
         "from actrec.models.keras_file import load_segment_model",
         f"model = load_segment_model({MODEL_PATH_VARIABLE})",
-        f"outputs = model({call})  # {result}",
+        f"outputs = keras.ops.convert_to_numpy(model({call}))  # {result}",
     ]
 
 
@@ -95,7 +96,9 @@ class KerasFormat(ExportFormat):
             "## Use",
             "",
             "A Keras model of sampled, centre-cropped clips (no resizing or sampling inside); "
-            "load it with actrec:",
+            "load it with actrec, under any Keras backend (TensorFlow, JAX or PyTorch: set "
+            "`KERAS_BACKEND=jax` or `torch` before Keras is imported; "
+            "tests/models/test_every_backend.py checks each backbone family on each):",
             "",
             "```python",
             model_path_line(f"THIS_FOLDER/{KERAS_MODEL_FILE}"),

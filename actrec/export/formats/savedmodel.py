@@ -192,7 +192,7 @@ class SavedModelFormat(ExportFormat):
         actrec.export.saved_variables; earlier exports tracked the models as `models`)."""
         import tensorflow as tf
 
-        from actrec.config.files import load_recipe
+        from actrec.export.metadata import load_export_recipe
         from actrec.export.model_reading import error_detail, reading_model
         from actrec.export.saved_variables import EXPORT_VARIABLES, export_variables
         from actrec.export.savedmodel_rebuild import checked_variable_files
@@ -202,7 +202,9 @@ class SavedModelFormat(ExportFormat):
         fix = "start from the run it was exported from"
         models = []
         for stream in metadata["streams"]:
-            recipe = without_pretrained_weights(load_recipe(model_dir / stream["recipe_file"]))
+            recipe = without_pretrained_weights(
+                load_export_recipe(model_dir, stream["recipe_file"])
+            )
             models.append(build_model(recipe.model, recipe.data, num_classes))
         mismatches = []
         with reading_model(model_dir, fix):
