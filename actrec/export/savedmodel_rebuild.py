@@ -18,13 +18,23 @@ user who loads it with TensorFlow). An export actrec cannot rebuild (an older la
 recipe of another version) is refused with the fix (`--trust-model`, or export again).
 """
 
+# Imported only where an export is rebuilt (formats/savedmodel.py), which needs Keras and
+# TensorFlow anyway: its imports stand here at the top.
 from __future__ import annotations
 
 from pathlib import Path
 
+from actrec.data.input.clip_spec import clip_spec
 from actrec.errors import UntrustedModelError
+from actrec.export.metadata import load_export_recipe
 from actrec.export.saved_variables import EXPORT_VARIABLES
 from actrec.export.savedmodel_ops import TRUST_FLAG
+from actrec.export.serving import build_serving_function, input_signature
+from actrec.export.streaming_export import build_streaming_serving, state_name
+from actrec.export.streams import ExportedStream
+from actrec.models.factory import build_model
+from actrec.models.streaming import streaming_state_shapes
+from actrec.runs.trained import without_pretrained_weights
 
 VARIABLES_PREFIX = Path("variables") / "variables"
 OBJECT_GRAPH_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"
@@ -100,11 +110,6 @@ def read_variables(model_dir: Path, models: list) -> None:
 def rebuilt_streams(model_dir: Path, metadata: dict) -> list:
     """The export's streams (actrec.export.streams.ExportedStream, in actrec.json's order),
     their models built from the export's recipes and their variables read from the folder."""
-    from actrec.data.input.clip_spec import clip_spec
-    from actrec.export.metadata import load_export_recipe
-    from actrec.export.streams import ExportedStream
-    from actrec.models.factory import build_model
-    from actrec.runs.trained import without_pretrained_weights
 
     streams = []
     for entry in metadata["streams"]:
@@ -126,8 +131,6 @@ def rebuilt_clip_function(model_dir: Path, metadata: dict):
     function (actrec.export.serving) over the rebuilt models, uint8 videos by input name
     ("frames" [N, F, H, W, 3], "flow" [N, F-1, H, W, 2]) in, tensors out."""
     import tensorflow as tf
-
-    from actrec.export.serving import build_serving_function, input_signature
 
     streams = rebuilt_streams(model_dir, metadata)
     weights = metadata.get("fusion_weights")
@@ -154,9 +157,6 @@ def rebuilt_step_function(model_dir: Path, metadata: dict):
     """function(frame uint8 [N, H, W, 3], states by name) -> outputs by name (numpy): the
     streaming export's step (actrec.export.streaming_export) over the rebuilt online TSM."""
     import tensorflow as tf
-
-    from actrec.export.streaming_export import build_streaming_serving, state_name
-    from actrec.models.streaming import streaming_state_shapes
 
     (stream,) = rebuilt_streams(model_dir, metadata)
     state_shapes = streaming_state_shapes(stream.model)
