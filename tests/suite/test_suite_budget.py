@@ -17,7 +17,7 @@ class Reporter:
         self.lines.append(line)
 
 
-@pytest.mark.parametrize(("avx512", "budget"), [(False, 30.0), (True, 12.8)])
+@pytest.mark.parametrize(("avx512", "budget"), [(False, 25.0), (True, 10.7)])
 def test_the_summary_gives_the_suite_time_and_warns_only_past_the_cpu_s_budget(
     monkeypatch, avx512, budget
 ):
