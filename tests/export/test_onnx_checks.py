@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from refusal_harness import one_line as _one_line
 
 from actrec.errors import UntrustedModelError
 from actrec.export.onnx_checks import (
@@ -30,14 +31,6 @@ def onnx_exports(tiny_runs, tiny_online, tmp_path_factory) -> dict:
     export_runs([tiny_runs["rgb"]], folder / "clip", model_format="onnx")
     export_runs([tiny_online["run"]], folder / "streaming", model_format="onnx", streaming=True)
     return {"clip": folder / "clip", "streaming": folder / "streaming"}
-
-
-def _one_line(result) -> str:
-    assert result.exit_code != 0, result.output
-    assert "Traceback" not in result.output
-    lines = [line for line in result.output.splitlines() if line.strip()]
-    assert len(lines) == 1, result.output
-    return lines[0]
 
 
 def _external(tensor, location: str) -> None:

@@ -11,22 +11,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from refusal_harness import first_video as _first_video
+from refusal_harness import one_line as _one_line
 
 from actrec.export.savedmodel_ops import SIGNATURE_OPS, disallowed_ops, graph_def_ops
 
 HOSTILE_NOTE = "owned.txt"
-
-
-def _one_line(result) -> str:
-    assert result.exit_code != 0, result.output
-    assert "Traceback" not in result.output
-    lines = [line for line in result.output.splitlines() if line.strip()]
-    assert len(lines) == 1, result.output
-    return lines[0]
-
-
-def _first_video(tiny_runs) -> Path:
-    return next(Path(tiny_runs["raw"]).rglob("*.avi"))
 
 
 def _hostile_savedmodel(source: Path, folder: Path, note: Path, op: str = "WriteFile") -> Path:

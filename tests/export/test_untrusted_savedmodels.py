@@ -14,18 +14,8 @@ import numpy as np
 import pytest
 from hostile_savedmodels import copy_checkpoint, merge_into, op_name_call, relabelled, save_to
 from hostile_savedmodels import tf1_saver as tf1
-
-
-def _one_line(result) -> str:
-    assert result.exit_code != 0, result.output
-    assert "Traceback" not in result.output
-    lines = [line for line in result.output.splitlines() if line.strip()]
-    assert len(lines) == 1, result.output
-    return lines[0]
-
-
-def _first_video(tiny_runs) -> Path:
-    return next(Path(tiny_runs["raw"]).rglob("*.avi"))
+from refusal_harness import first_video as _first_video
+from refusal_harness import one_line as _one_line
 
 
 def _files(folder: Path) -> dict:
