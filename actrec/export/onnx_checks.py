@@ -35,11 +35,13 @@ ONNX_OPS = frozenset(
         # 18 (every variant) with the int8 QDQ pair: Add Cast Clip Concat Conv
         # DequantizeLinear Div Gather GlobalAveragePool Less MatMul Mul Not Pad
         # QuantizeLinear Range ReduceMean Reshape Shape Slice Softmax Squeeze Sub Transpose
-        # Unsqueeze; ONNX Runtime's pre-processing of an int8 export fuses MatMul + Add into
-        # Gemm (the suite's streaming int8 ONNX). The rest are the default-domain ops the
-        # other backbones' layers convert to (pooling, BatchNormalization, Relu, MobileNetV3's
-        # hard sigmoid and swish, EfficientNet's swish, ...), pending a full run of the
-        # script over every backbone; no default-domain operator reads or writes a file.
+        # Unsqueeze; at opset 17 for MobileNetV3-Small, EfficientNet-B0, EfficientNetV2-B0,
+        # DenseNet-121, InceptionV3, ResNet-50 (torchvision layout) and TSM's MobileNetV2
+        # (2026-12-01) it added AveragePool, GlobalAveragePool, MaxPool, Relu, Sigmoid and
+        # nothing else. ONNX Runtime's pre-processing of an int8 export fuses MatMul + Add
+        # into Gemm (the suite's streaming int8 ONNX). The rest are default-domain ops those
+        # layers may convert to at other opsets or sizes (BatchNormalization, hard sigmoid
+        # and swish, ...), not yet seen; no default-domain operator reads or writes a file.
         "Abs", "Add", "AveragePool", "BatchNormalization", "Cast", "Clip", "Concat",
         "Constant", "ConstantOfShape", "Conv", "DequantizeLinear", "Div", "Equal", "Erf",
         "Exp", "Expand", "Flatten", "Floor", "Gather", "Gemm", "GlobalAveragePool",
