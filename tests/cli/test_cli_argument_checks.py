@@ -11,6 +11,7 @@ import subprocess
 import sys
 
 import pytest
+from stub_folders import stub_folders
 
 TSM_FILE = "TSM_kinetics_RGB_resnet50_shift8_blockres_avg_segment8_e50.pth"
 
@@ -120,20 +121,7 @@ print(json.dumps(answers))
 @pytest.fixture
 def folders(tmp_path):
     """A working folder holding one folder of each kind, by the names of their files."""
-    (tmp_path / "run").mkdir()
-    (tmp_path / "run" / "run.json").write_text('{"classes": ["a"]}')
-    (tmp_path / "run" / "recipe.yaml").write_text("name: x\n")
-    (tmp_path / "export").mkdir()
-    (tmp_path / "export" / "actrec.json").write_text("{}")
-    (tmp_path / "export" / "recipe.yaml").write_text("name: x\n")
-    (tmp_path / "prepared").mkdir()
-    (tmp_path / "prepared" / "manifest.json").write_text("{}")
-    (tmp_path / "raw" / "jump").mkdir(parents=True)
-    (tmp_path / "raw" / "jump" / "v1.avi").write_bytes(b"")
-    (tmp_path / "empty").mkdir()
-    (tmp_path / "downloads").mkdir()
-    (tmp_path / "downloads" / TSM_FILE).write_bytes(b"")
-    return tmp_path
+    return stub_folders(tmp_path, (f"downloads/{TSM_FILE}",))
 
 
 def answers(arguments: list[list[str]], cwd) -> list[dict]:

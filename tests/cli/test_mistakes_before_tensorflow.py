@@ -19,10 +19,10 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import click
 from actrec_cli.main import main
+from stub_folders import stub_folders
 
 OUTPUTS = {
     ("export", "out_dir"), ("eval", "out_dir"), ("migrate", "out"), ("prepare", "out_dir"),
@@ -125,24 +125,8 @@ def mistaken_invocations() -> list[list[str]]:
     return invocations
 
 
-def _folders(root: Path) -> Path:
-    """One folder of each kind, named by it (the stubs the argument checks look at)."""
-    (root / "run").mkdir()
-    (root / "run" / "run.json").write_text('{"classes": ["a"]}')
-    (root / "run" / "recipe.yaml").write_text("name: x\n")
-    (root / "export").mkdir()
-    (root / "export" / "actrec.json").write_text("{}")
-    (root / "prepared").mkdir()
-    (root / "prepared" / "manifest.json").write_text("{}")
-    (root / "raw" / "jump").mkdir(parents=True)
-    (root / "raw" / "jump" / "v1.avi").write_bytes(b"")
-    (root / "empty").mkdir()
-    (root / "checkpoint.pth").write_bytes(b"")
-    return root
-
-
 def test_every_path_mistake_is_answered_before_tensorflow(tmp_path):
-    folders = _folders(tmp_path)
+    folders = stub_folders(tmp_path, ("checkpoint.pth",))
     before = sorted(str(path.relative_to(folders)) for path in folders.rglob("*"))
     invocations = mistaken_invocations()
     assert len(invocations) >= 50  # the commands' path parameters were found
