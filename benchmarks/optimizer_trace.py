@@ -86,7 +86,7 @@ def main() -> None:
     adam = optimizer._actrec_optimizer_class(keras.optimizers.Adam)
     updates = {"actrec": adam.update_step, "keras": keras_update_step}
     sys.path.insert(0, str(TESTS))
-    from conftest import TINY_RUN_SETTINGS  # the test suite's tiny runs (needs pytest)
+    from tiny_recipe import TINY_RUN_SETTINGS  # the test suite's tiny runs
 
     # MobileNetV2, as measured in docs/benchmarks.md (the suite's tiny runs now use the
     # test network, whose few variables leave little for the update to save)

@@ -35,7 +35,7 @@ def main() -> None:
     from actrec.train.run import train
 
     sys.path.insert(0, str(TESTS))
-    from conftest import TINY_RUN_SETTINGS  # the test suite's tiny runs (needs pytest)
+    from tiny_recipe import TINY_RUN_SETTINGS  # the test suite's tiny runs
 
     settings = [s for s in TINY_RUN_SETTINGS if not s.startswith("model.backbone=")]
     networks = ("mobilenet_v2", "mobilenet_v3_small", "test_mobilenet_v2")

@@ -15,7 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from conftest import REPO_ROOT, bash_blocks, shell_commands
+from doc_commands import bash_blocks, shell_commands
+from repo_paths import REPO_ROOT
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,8 @@ import subprocess
 
 import pytest
 import tomllib
-from conftest import REPO_ROOT, cli_output_with_heavy_modules
+from cli_processes import cli_output_with_heavy_modules
+from repo_paths import REPO_ROOT
 
 from actrec import __version__
 

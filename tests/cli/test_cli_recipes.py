@@ -5,7 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from conftest import REPO_ROOT, cli_output_with_heavy_modules
+from cli_processes import cli_output_with_heavy_modules
+from repo_paths import REPO_ROOT
 from rich.console import Console
 
 from actrec.config.files import dump_recipe, load_recipe

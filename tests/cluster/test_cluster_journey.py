@@ -23,8 +23,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import TINY_RUN_SETTINGS
 from journey_harness import documented_commands, run_journey, settings
+from tiny_recipe import TINY_RUN_SETTINGS
 
 from actrec.data.synthetic.config import SyntheticConfig
 from actrec.data.synthetic.dataset import generate_synthetic_dataset

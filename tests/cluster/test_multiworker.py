@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from cli_processes import train_command
 
 from actrec.cluster.launch import launch_local_workers, run_local_workers
 
@@ -291,7 +292,6 @@ def test_a_nan_loss_on_one_kavg_worker_rolls_both_back_and_the_run_finishes(
     """`actrec train` on two real workers (K-step averaging, K = 2): worker 1's batch of
     step 3 is NaN (actrec.train.life.faults); its loss is its own until the averaging round, so
     the agreement collective must bring worker 0 back to the last checkpoint with it."""
-    from conftest import train_command
 
     run_dir = tmp_path / "run"
     settings = [

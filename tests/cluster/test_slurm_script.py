@@ -12,7 +12,7 @@ import shutil
 import subprocess
 
 import pytest
-from conftest import REPO_ROOT
+from repo_paths import REPO_ROOT
 
 from actrec.cluster.restarts import is_restartable
 from actrec.errors import RESTART_EXIT_CODE

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import train_command
+from cli_processes import train_command
 
 from actrec.cluster.launch import free_ports, worker_environments
 from actrec.cluster.worker_loss import lost_tasks

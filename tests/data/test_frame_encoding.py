@@ -8,7 +8,7 @@ import itertools
 import cv2
 import numpy as np
 import pytest
-from conftest import TEST_DATA
+from repo_paths import TEST_DATA
 
 from actrec.data.format.flow import create_flow_estimator
 from actrec.data.format.frame_encoding import encode_video_jpegs

@@ -5,7 +5,7 @@ from __future__ import annotations
 import cv2
 import numpy as np
 import pytest
-from conftest import write_tiny_video
+from tiny_videos import write_tiny_video
 
 from actrec.data.format.frame_folder import iter_folder_frames, iter_frames
 from actrec.data.sources import list_videos

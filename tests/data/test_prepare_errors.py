@@ -6,7 +6,8 @@ import subprocess
 import sys
 
 import pytest
-from conftest import folder_digests, write_tiny_video
+from file_contents import folder_digests
+from tiny_videos import write_tiny_video
 
 from actrec.data.synthetic.config import SyntheticConfig
 from actrec.data.synthetic.dataset import generate_synthetic_dataset

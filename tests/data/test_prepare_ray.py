@@ -30,7 +30,7 @@ from pathlib import Path
 
 import cv2
 import pytest
-from conftest import REPO_ROOT, TEST_DATA
+from repo_paths import REPO_ROOT, TEST_DATA
 
 from actrec.data.prepare.dataset import prepare_dataset
 from actrec.data.prepare.encode_video import PrepareSettings

@@ -10,7 +10,7 @@ import sys
 import time
 
 import pytest
-from conftest import REPO_ROOT
+from repo_paths import REPO_ROOT
 
 from actrec.data.prepare.dataset import prepare_dataset
 from actrec.data.prepare.encode_video import PrepareSettings

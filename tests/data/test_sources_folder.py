@@ -10,7 +10,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from conftest import write_tiny_video
+from tiny_videos import write_tiny_video
 
 from actrec.data.sources import folder, folder_tree, list_videos
 from actrec.data.sources.base import SourceOptions

@@ -7,6 +7,7 @@ import json
 import cv2
 import numpy as np
 import pytest
+from tiny_recipe import TINY_RUN_SETTINGS
 
 from actrec.data.prepare.dataset import prepare_dataset
 from actrec.data.prepare.encode_video import PrepareSettings
@@ -135,7 +136,6 @@ def test_a_converted_ssv2_model_evaluates_with_its_174_classes_and_a_tsm_trains(
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "published"))
     import torch_reference as reference  # torch needed
-    from conftest import TINY_RUN_SETTINGS
 
     prepared = tmp_path / "prepared"
     at_224 = [*ARGUMENTS[:2], "--size", "224", *ARGUMENTS[4:]]  # the model's crop fits

@@ -8,7 +8,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 import pytest
-from conftest import TEST_DATA
+from repo_paths import TEST_DATA
 
 from actrec.data.sources import list_videos, ucf101
 from actrec.data.sources.base import SourceOptions

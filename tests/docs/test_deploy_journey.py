@@ -13,8 +13,8 @@ from pathlib import Path
 
 import cv2
 import pytest
-from conftest import write_tiny_video
 from journey_harness import documented_commands, run_journey, settings
+from tiny_videos import write_tiny_video
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "published"))
 

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import click
 import pytest
-from conftest import REPO_ROOT
+from repo_paths import REPO_ROOT
 
 PAGES = [REPO_ROOT / "README.md", *sorted((REPO_ROOT / "docs").glob("*.md"))]
 PLACEHOLDER = re.compile(r"[A-Z][A-Z0-9_]*(\.\.\.)?")

@@ -10,7 +10,9 @@ from pathlib import Path
 
 import click
 import pytest
-from conftest import REPO_ROOT, bash_blocks, shell_commands, weight_file_arrays
+from doc_commands import bash_blocks, shell_commands
+from file_contents import weight_file_arrays
+from repo_paths import REPO_ROOT
 
 README = REPO_ROOT / "README.md"
 DOCS = REPO_ROOT / "docs"

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import folder_digests
+from file_contents import folder_digests
 
 from actrec.cluster.strategy import ClusterInfo
 from actrec.errors import ConfigError

@@ -11,7 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import tensorflow as tf
-from conftest import folder_digests
+from cli_processes import cli_output_with_heavy_modules
+from file_contents import folder_digests
 
 from actrec.config.files import load_recipe
 from actrec.config.overrides import apply_overrides
@@ -234,8 +235,6 @@ def test_fusing_evaluated_runs_reuses_their_evaluations_without_running_a_model(
     runs, tmp_path, cli_runner
 ):
     import shutil
-
-    from conftest import cli_output_with_heavy_modules
 
     copies = {name: tmp_path / name for name in ("rgb", "flow")}
     for name, copy in copies.items():

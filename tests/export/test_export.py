@@ -12,7 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
-from conftest import cli_output_with_heavy_modules, folder_digests
+from cli_processes import cli_output_with_heavy_modules
+from file_contents import folder_digests
 
 from actrec.data.format import records
 from actrec.data.input.clip_spec import clip_spec

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import per_segment_logits, sampled_frames
+from streaming_checks import per_segment_logits, sampled_frames
 
 from actrec.data.format.manifest import read_manifest
 from actrec.data.synthetic.config import SYNTHETIC_CLASSES

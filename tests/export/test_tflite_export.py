@@ -7,7 +7,7 @@ import json
 
 import numpy as np
 import pytest
-from conftest import assert_steps_are_the_clip_models_segments
+from streaming_checks import assert_steps_are_the_clip_models_segments
 
 from actrec.data.format.manifest import read_manifest
 from actrec.errors import ConfigError

@@ -9,7 +9,7 @@ import ast
 from itertools import pairwise
 from pathlib import Path
 
-from conftest import REPO_ROOT
+from repo_paths import REPO_ROOT
 
 
 def _module_name(path: Path, root: Path) -> str:

@@ -13,7 +13,7 @@ from importlib.metadata import version
 from pathlib import Path
 
 import pytest
-from conftest import REPO_ROOT
+from repo_paths import REPO_ROOT
 
 INSTALLED_AS = {"actrec": "actrec", "cli": "actrec_cli"}
 """Source folder -> the name it is installed as (pyproject.toml's package-dir)."""

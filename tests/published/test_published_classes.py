@@ -7,7 +7,7 @@ import io
 from pathlib import Path
 
 import pytest
-from conftest import TEST_DATA
+from repo_paths import TEST_DATA
 
 from actrec.data.sources import list_videos
 from actrec.data.sources.ucf101 import class_index_from

@@ -15,7 +15,7 @@ import pytest
 import torch
 import torch_reference as reference
 from card_harness import assert_cards_give_the_runs_outputs
-from conftest import TINY_RUN_SETTINGS
+from tiny_recipe import TINY_RUN_SETTINGS
 
 from actrec.runs.folder import RECIPE_FILE, RUN_FILE
 from actrec.runs.trained import load_trained_run, without_pretrained_weights

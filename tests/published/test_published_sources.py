@@ -11,7 +11,7 @@ import dataclasses
 
 import numpy as np
 import pytest
-from conftest import REPO_ROOT
+from repo_paths import REPO_ROOT
 
 from actrec.config.backbones import backbone_spec
 from actrec.errors import ConfigError, WeightsError

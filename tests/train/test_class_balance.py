@@ -8,6 +8,7 @@ import collections
 
 import numpy as np
 import pytest
+from tiny_recipe import TINY_RUN_SETTINGS
 
 from actrec.config.files import load_recipe
 from actrec.config.overrides import apply_overrides
@@ -19,7 +20,6 @@ tf = pytest.importorskip("tensorflow")
 keras = pytest.importorskip("keras")
 
 from actrec.data.input.balanced_order import balanced_example_video, class_members  # noqa: E402
-from tests.conftest import TINY_RUN_SETTINGS  # noqa: E402
 
 # 25 videos: class 0 twenty, class 2 four, class 5 one (classes 1, 3, 4 absent); shuffled
 LABELS = [0] * 20 + [2] * 4 + [5]

@@ -14,7 +14,8 @@ from dataclasses import replace
 import numpy as np
 import pytest
 from card_harness import assert_cards_give_the_runs_outputs
-from conftest import TINY_RUN_SETTINGS, assert_steps_are_the_clip_models_segments
+from streaming_checks import assert_steps_are_the_clip_models_segments
+from tiny_recipe import TINY_RUN_SETTINGS
 
 from actrec.config.files import load_recipe
 from actrec.config.overrides import apply_overrides

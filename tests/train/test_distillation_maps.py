@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import TINY_RUN_SETTINGS
+from tiny_recipe import TINY_RUN_SETTINGS
 
 from actrec.config.files import load_recipe
 from actrec.config.overrides import apply_overrides

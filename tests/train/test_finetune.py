@@ -8,7 +8,10 @@ import json
 import keras
 import numpy as np
 import pytest
-from conftest import TINY_RUN_SETTINGS
+from doc_commands import bash_blocks, shell_commands
+from repo_paths import REPO_ROOT
+from tiny_recipe import TINY_RUN_SETTINGS
+from tiny_videos import write_tiny_video
 
 from actrec.config.files import load_recipe
 from actrec.config.overrides import apply_overrides
@@ -290,8 +293,6 @@ WALKTHROUGH_TRAIN_SETTINGS = [
 def test_the_your_own_videos_walkthrough_runs_as_written(cli_runner, tmp_path, monkeypatch):
     """docs/fine-tuning.md's first block, command by command, on a folder of tiny videos
     laid out as the page shows; `train` gets the tiny network (WALKTHROUGH_TRAIN_SETTINGS)."""
-    from conftest import REPO_ROOT, bash_blocks, shell_commands, write_tiny_video
-
     page = (REPO_ROOT / "docs" / "fine-tuning.md").read_text(encoding="utf-8")
     commands = shell_commands(bash_blocks(page)[0])
     assert [words[:2] for words in commands] == [

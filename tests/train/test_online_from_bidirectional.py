@@ -8,7 +8,7 @@ import json
 
 import pytest
 import yaml
-from conftest import TINY_RUN_SETTINGS
+from tiny_recipe import TINY_RUN_SETTINGS
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import REPO_ROOT, train_command, weight_file_arrays
+from cli_processes import train_command
+from file_contents import weight_file_arrays
+from repo_paths import REPO_ROOT
 
 from actrec.config.files import load_recipe
 from actrec.config.overrides import apply_overrides

@@ -19,7 +19,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import train_command
+from cli_processes import train_command
 
 from actrec.cluster.launch import launch_local_workers
 from actrec.config.files import load_recipe

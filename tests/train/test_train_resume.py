@@ -7,7 +7,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import train_command, weight_file_arrays
+from cli_processes import train_command
+from file_contents import weight_file_arrays
 
 from actrec.cluster.launch import launch_local_workers
 from actrec.config.files import load_recipe

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import folder_digests
+from file_contents import folder_digests
 
 from actrec.config.files import load_recipe
 from actrec.config.overrides import apply_overrides
