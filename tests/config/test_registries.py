@@ -9,6 +9,7 @@ import re
 import click
 import numpy as np
 import pytest
+from actrec_cli.main import main as cli_main
 from repo_paths import REPO_ROOT
 
 from actrec.config.inheritance import builtin_recipe_names
@@ -16,7 +17,6 @@ from actrec.data.format.flow_methods import FLOW_METHODS, NO_FLOW
 from actrec.data.input.crop_layouts import CROP_LAYOUTS
 from actrec.data.sources import SOURCES
 from actrec.evaluation.protocols import PROTOCOLS
-from actrec_cli.main import main as cli_main
 
 
 def choices_of(command: str, parameter: str) -> list[str]:
