@@ -8,7 +8,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from actrec.cluster.strategy import is_chief
+from actrec.data.sources import check_dataset_root
 from actrec.errors import ConfigError, OutputError
+from actrec.export.checks import check_out_dir
 from actrec.folder_kinds import (
     DESCRIPTIONS,
     folder_kind,
@@ -18,6 +21,7 @@ from actrec.folder_kinds import (
     require_run,
     require_run_or_export,
 )
+from actrec.train.life.resume import check_run_directory
 
 _NOT_A_WORKDIR = ("export", "prepared", "partial", "videos")
 
@@ -31,9 +35,6 @@ def check_train_folders(
 ) -> None:
     """`actrec train`: --data is prepared data, --init-from / --distill-from a run or an
     export, and (on the chief, which alone judges it) --workdir a new, empty or run folder."""
-    from actrec.cluster.strategy import is_chief
-    from actrec.train.life.resume import check_run_directory
-
     require_prepared(prepared, "--data")
     for option, source in (("--init-from", init_from), ("--distill-from", distill_from)):
         if source is not None:
@@ -53,8 +54,6 @@ def check_train_folders(
 def check_prepare_arguments(dataset: str, root: Path, out_dir: Path, dry_run: bool) -> None:
     """`actrec prepare DATASET`: --root a folder (synthetic: made when missing), --out
     writable (its missing parents are made when the preparation starts)."""
-    from actrec.data.sources import check_dataset_root
-
     if dataset != "synthetic" or root.exists():
         check_dataset_root(dataset, root)
     if not dry_run:
@@ -80,8 +79,6 @@ def check_export_arguments(
 ) -> None:
     """`actrec export RUN [--fuse RUN2]`: run folders, --data and --calibration-data prepared
     data, --out new, empty or (with --overwrite) an earlier export."""
-    from actrec.export.checks import check_out_dir
-
     for run_dir in run_dirs:
         require_run(run_dir, "export")
     for option, folder in (("--data", data_dir), ("--calibration-data", calibration_data)):

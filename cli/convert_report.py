@@ -5,11 +5,11 @@ from __future__ import annotations
 from actrec_cli.console import console
 from rich.table import Table
 
+from actrec.published.convert import RECORD_KEY, settings_table
+
 
 def print_conversion(conversion) -> None:
     """The settings table (value and where it came from), the classes, notes, next steps."""
-    from actrec.published.convert import RECORD_KEY, settings_table
-
     record = conversion.record[RECORD_KEY]
     table = Table(title=f"{record['file_name']} ({record['layout']} layout)")
     for column in ("setting", "value", "from"):

@@ -5,11 +5,17 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
+from actrec_cli.argument_checks import check_eval_arguments
 from actrec_cli.console import import_tensorflow_quietly, progress_for
 from actrec_cli.eval_options import fusion_options, protocol_options
 from actrec_cli.eval_streams import stream_evaluation
 from actrec_cli.eval_tables import print_evaluations
 from actrec_cli.options import checkpoint_option, score_average_option
+
+from actrec.cluster.strategy import cluster_from_environment
+from actrec.errors import ConfigError
+from actrec.evaluation.evaluate import evaluate_run, fuse_evaluations
+from actrec.evaluation.protocols import resolve_protocol
 
 
 @click.command(name="eval")
@@ -88,13 +94,6 @@ def eval_command(
     Under `actrec launch -n N`, TF_CONFIG or Slurm the videos are shared by the workers and
     the chief (worker 0) writes and prints the results; a killed evaluation resumes from
     the parts of the scores it saved (docs/cluster.md)."""
-    from actrec_cli.argument_checks import check_eval_arguments
-
-    from actrec.cluster.strategy import cluster_from_environment
-    from actrec.errors import ConfigError
-    from actrec.evaluation.evaluate import evaluate_run, fuse_evaluations
-    from actrec.evaluation.protocols import resolve_protocol
-
     if (run_dir is None) == (not fuse):
         raise ConfigError("give either RUN, or --fuse RGB FLOW (two runs or saved scores)")
     if weights is not None and not fuse:

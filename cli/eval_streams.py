@@ -7,10 +7,13 @@ from pathlib import Path
 
 from actrec_cli.console import console, import_tensorflow_quietly, progress_for
 
+from actrec.errors import ConfigError
+from actrec.evaluation.evaluate import evaluate_run, load_evaluation, saved_run_evaluation
+from actrec.evaluation.scores import SCORES_FILE
+from actrec.runs.folder import RECIPE_FILE
+
 
 def is_run_directory(path: Path) -> bool:
-    from actrec.runs.folder import RECIPE_FILE
-
     return path.is_dir() and (path / RECIPE_FILE).is_file()
 
 
@@ -19,10 +22,6 @@ def stream_evaluation(source: Path, protocol, options: dict, force: bool):
     view average, data and weights is already saved and not `force`); an eval folder or
     scores.npz is loaded as saved. A run directory evaluated on a worker other than the
     chief gives None (its share of the scores is saved; the chief writes the results)."""
-    from actrec.errors import ConfigError
-    from actrec.evaluation.evaluate import evaluate_run, load_evaluation, saved_run_evaluation
-    from actrec.evaluation.scores import SCORES_FILE
-
     if is_run_directory(source):
         if not force:
             saved = saved_run_evaluation(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
+from actrec_cli.argument_checks import check_export_arguments
 from actrec_cli.console import console, import_tensorflow_quietly, progress_for
 from actrec_cli.export_options import quantization_options, quantization_settings
 from actrec_cli.options import (
@@ -20,6 +21,7 @@ from actrec.export.formats.registry import (
     export_format,
     format_names,
 )
+from actrec.export.writer import export_runs
 
 
 def _format_help() -> str:
@@ -116,14 +118,11 @@ def export(
     """Export RUN_DIR (a finished `actrec train` --workdir) as a TensorFlow SavedModel that
     takes decoded uint8 frames (and flow) of any size and returns class probabilities and
     the top-k class names, with actrec.json, classes.txt, the recipe and MODEL_CARD.md."""
-    from actrec_cli.argument_checks import check_export_arguments
-
     quantization = quantization_settings(format_options)
     runs = [run_dir] if other_run is None else [run_dir, other_run]
     # before TensorFlow: at once
     check_export_arguments(runs, out_dir, data_dir, overwrite, quantization.calibration_data)
     import_tensorflow_quietly()
-    from actrec.export.writer import export_runs
 
     summary = export_runs(
         runs,

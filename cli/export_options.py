@@ -9,6 +9,7 @@ import click
 
 from actrec.export.accuracy_gate import DEFAULT_CONFIDENCE, DEFAULT_MAX_DROP
 from actrec.export.calibration import DEFAULT_CALIBRATION_CLIPS, DEFAULT_GATE_CLIPS
+from actrec.export.quantization import QuantizationOptions
 
 QUANTIZATION_PARAMETERS = (
     "calibration_clips",
@@ -79,6 +80,4 @@ def quantization_options(command):
 def quantization_settings(values: dict):
     """actrec.export.quantization.QuantizationOptions of the options' values (popped from
     `values`)."""
-    from actrec.export.quantization import QuantizationOptions
-
     return QuantizationOptions(**{name: values.pop(name) for name in QUANTIZATION_PARAMETERS})

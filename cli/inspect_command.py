@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 import click
+from actrec_cli.argument_checks import check_inspect_arguments
 from actrec_cli.console import console, import_tensorflow_quietly, progress_for
 from rich.table import Table
 
@@ -36,11 +37,9 @@ from rich.table import Table
 )
 def inspect(prepared, contact_sheet, num_videos, frames_per_video):
     """Read every record in PREPARED, check it against manifest.json, draw a contact sheet."""
-    from actrec_cli.argument_checks import check_inspect_arguments
-
     check_inspect_arguments(prepared, contact_sheet)  # before TensorFlow: at once
     import_tensorflow_quietly()
-    from actrec.data.maintenance.inspect import inspect_prepared
+    from actrec.data.maintenance.inspect import inspect_prepared  # OpenCV: after the checks
 
     report = inspect_prepared(
         prepared,

@@ -7,6 +7,8 @@ import sys
 import click
 from actrec_cli.console import error_console
 
+from actrec.cluster.restarts import run_local_workers_restarting
+
 
 def _exit_line(worker_exit) -> str:
     if worker_exit.exit_code == 0:
@@ -66,8 +68,6 @@ def launch(num_workers, base_port, timeout, grace_period, restarts, command):
         actrec launch -n 2 -- actrec train --recipe tsm-kinetics400 \\
             --data DATA --workdir RUN
     """
-    from actrec.cluster.restarts import run_local_workers_restarting
-
     errors = error_console()
 
     def report(worker_exit):

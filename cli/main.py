@@ -6,9 +6,11 @@ import os
 import sys
 
 import click
+from actrec_cli.console import error_console
 
 from actrec import __version__
 from actrec.errors import ActrecError
+from actrec.train.inputs.input_pipelines import teardown_pending
 
 
 class ActrecGroup(click.Group):
@@ -19,7 +21,6 @@ class ActrecGroup(click.Group):
         try:
             return super().invoke(ctx)
         except ActrecError as error:
-            from actrec_cli.console import error_console
             from rich.markup import escape
 
             # escape: a message's own brackets (pip install "actrec[ray]") are not markup
@@ -89,7 +90,6 @@ def run() -> None:
         code = 0
     except SystemExit as exit_:
         code = exit_.code
-    from actrec.train.inputs.input_pipelines import teardown_pending
 
     if not teardown_pending():
         sys.exit(code)  # as Python ends any script

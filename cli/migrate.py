@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
+from actrec_cli.argument_checks import check_migrate_arguments
 from actrec_cli.console import RichProgress, console, import_tensorflow_quietly
 
 
@@ -19,11 +20,9 @@ from actrec_cli.console import RichProgress, console, import_tensorflow_quietly
 def migrate(prepared, out):
     """Convert PREPARED (format 1: a record per video) to format 2 (a record per frame, so a
     clip reads only its frames) in OUT, copying the JPEGs: no video is decoded again."""
-    from actrec_cli.argument_checks import check_migrate_arguments
-
     check_migrate_arguments(prepared, out)  # before TensorFlow: at once
     import_tensorflow_quietly()
-    from actrec.data.maintenance.migrate import migrate_prepared
+    from actrec.data.maintenance.migrate import migrate_prepared  # OpenCV: after the checks
 
     manifest = migrate_prepared(prepared, out, RichProgress("videos"))
     videos = sum(int(info["videos"]) for info in manifest["splits"].values())

@@ -6,8 +6,11 @@ import math
 
 import click
 
+from actrec.errors import ConfigError
+from actrec.export.formats.registry import all_options
 from actrec.models.score_fusion import AVERAGES, DEFAULT_AVERAGE
 from actrec.runs.trained import CHECKPOINT_CHOICES
+from actrec.train.memory.units import parse_batch_size, parse_memory_size
 
 checkpoint_option = click.option(
     "--checkpoint",
@@ -42,8 +45,6 @@ def parse_fusion_weights(context, parameter, value: str | None):
 
 def _library_parsed(parse, value):
     """`parse(value)` with the library's ConfigError turned into click's usage error."""
-    from actrec.errors import ConfigError
-
     if value is None:
         return None
     try:
@@ -54,15 +55,11 @@ def _library_parsed(parse, value):
 
 def parse_batch_size_option(context, parameter, value: str | None):
     """click callback of `--batch-size N|auto`: a whole number >= 1 or "auto"."""
-    from actrec.train.memory.units import parse_batch_size
-
     return _library_parsed(parse_batch_size, value)
 
 
 def parse_memory_size_option(context, parameter, value: str | None):
     """click callback of `--memory-budget SIZE`: bytes (e.g. 6GiB)."""
-    from actrec.train.memory.units import parse_memory_size
-
     return _library_parsed(parse_memory_size, value)
 
 
@@ -94,8 +91,6 @@ def format_options(kind: str):
     (kind "options": `actrec export --opset ...`; "runtime_options": `actrec predict
     --provider ...`): a new format's options need no change here. Each defaults to None (the
     format's own default applies); a format that does not take one refuses it."""
-    from actrec.export.formats.registry import all_options
-
     where, after = ("--format ", "") if kind == "options" else ("a --format ", " export")
 
     def decorate(command):

@@ -10,11 +10,14 @@ import click
 from actrec_cli.argument_checks import check_predict_arguments
 from actrec_cli.console import console, error_console, import_tensorflow_quietly, progress_for
 from actrec_cli.options import format_options
+from actrec_cli.predict_stream import run_stream, written_with_parents
+from actrec_cli.predict_timeline import run_timeline
 from rich.table import Table
 from rich.text import Text
 
 from actrec.export.annotation_output import annotation_outputs, check_annotation_output
 from actrec.export.metadata import read_export_metadata
+from actrec.export.predict import predict_videos
 from actrec.export.timeline import DEFAULT_WINDOW_SECONDS
 from actrec.folder_kinds import refuse_a_file_on_the_way
 
@@ -48,8 +51,7 @@ def _check_annotation(annotate: Path | None, videos: tuple[str, ...], timeline: 
 
 
 def _write_annotated_clip(video: str, prediction, model_dir: Path, annotate: Path) -> None:
-    from actrec_cli.predict_stream import written_with_parents
-
+    # OpenCV at its top: only when --annotate writes a video
     from actrec.export.annotated_video import (
         clip_annotated_frames,
         video_rate_and_length,
@@ -206,15 +208,11 @@ def predict(
     import_tensorflow_quietly()
     _quiet_opencv()
     if stream:
-        from actrec_cli.predict_stream import run_stream
-
         run_stream(
             videos[0], model_dir, top_k, as_json, every, smooth, options, trust_model, annotate
         )
         return
     if timeline:
-        from actrec_cli.predict_timeline import run_timeline
-
         run_timeline(
             videos,
             model_dir,
@@ -228,7 +226,6 @@ def predict(
             annotate,
         )
         return
-    from actrec.export.predict import predict_videos
 
     predictions = predict_videos(
         videos,

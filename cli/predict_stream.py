@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 from actrec_cli.console import error_console
 
+from actrec.export.stream_predict import StreamingModel, streamed_frames
 from actrec.folder_kinds import create_parents, remove_created_parents
 
 
@@ -43,6 +44,7 @@ def _no_frame(source: str) -> SystemExit:
 def _write_annotated(streamed, classes, annotate: Path, as_json: bool, source: str) -> None:
     """Prints each fed frame's line while every frame read is drawn and written; Ctrl+C
     ends the video (and the command, exit 130) once what came is written."""
+    # OpenCV at their top: only when --annotate writes a video
     from actrec.export.annotated_video import write_video_atomic
     from actrec.export.annotation import annotated_frame
 
@@ -75,8 +77,6 @@ def run_stream(
     trust_model: bool = False,
     annotate: Path | None = None,
 ) -> None:
-    from actrec.export.stream_predict import StreamingModel, streamed_frames
-
     model = StreamingModel(model_dir, trust_model, **options)
     streamed = streamed_frames(model, source, every, smooth, top_k)
     if annotate is not None:

@@ -12,6 +12,11 @@ from actrec_cli.predict_stream import written_with_parents
 from rich.table import Table
 from rich.text import Text
 
+from actrec.atomic import write_text_atomic
+from actrec.export.annotation_output import timeline_strip_path
+from actrec.export.metadata import read_export_metadata
+from actrec.export.timeline import timeline_csv, video_timelines
+
 
 def _table(timeline) -> Table:
     table = Table()
@@ -34,13 +39,12 @@ def _table(timeline) -> Table:
 
 def _write_annotated(timeline, model_dir: Path, annotate: Path) -> None:
     """The video with each window's top-k drawn, and its strip (OUT.timeline.png)."""
+    # OpenCV at their top: only when --annotate writes a video
     from actrec.export.annotated_video import (
         timeline_annotated_frames,
         video_rate_and_length,
         write_video_atomic,
     )
-    from actrec.export.annotation_output import timeline_strip_path
-    from actrec.export.metadata import read_export_metadata
     from actrec.export.timeline_strip import write_timeline_strip
 
     classes = read_export_metadata(model_dir)["classes"]
@@ -70,9 +74,6 @@ def run_timeline(
 ):
     """Prints (and with --csv writes) the timelines of `videos`, and with --annotate writes
     the first's annotated video and strip; exit 1 if any failed."""
-    from actrec.atomic import write_text_atomic
-    from actrec.export.timeline import timeline_csv, video_timelines
-
     timelines = video_timelines(
         videos,
         model_dir,

@@ -23,7 +23,8 @@ from actrec_cli.prepare_report import (
 )
 
 from actrec.data.prepare.executors.registry import checked_options, open_executor
-from actrec.data.sources import SOURCES
+from actrec.data.sources import SOURCES, list_videos
+from actrec.data.sources.base import SourceOptions
 
 NAME_WIDTH = max(len(name) for name in SOURCES)
 DATASETS_HELP = "\b\n" + "\n".join(
@@ -89,12 +90,11 @@ def prepare(
     **executor_settings,
 ):
     """Prepare DATASET (a name of actrec.data.sources.SOURCES); the help is above."""
+    # OpenCV at their top: not for `actrec --help` and the other commands
     from actrec.data.prepare.dataset import prepare_dataset
     from actrec.data.prepare.encode_video import PrepareSettings
     from actrec.data.prepare.plan import dry_run as dry_run_listing
     from actrec.data.prepare.plan import validate_settings
-    from actrec.data.sources import list_videos
-    from actrec.data.sources.base import SourceOptions
 
     root = root or default_root(dataset)
     out_dir = out_dir or default_out(dataset, split)

@@ -16,7 +16,7 @@ SHOWN_PATHS = 5  # per group of ignored paths in the dry run
 
 
 def generate_synthetic_if_missing(root: Path) -> None:
-    from actrec.data.synthetic.dataset import (
+    from actrec.data.synthetic.dataset import (  # OpenCV: only when preparing it
         check_synthetic_version,
         generate_synthetic_dataset,
         is_synthetic_dataset,

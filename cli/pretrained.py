@@ -6,11 +6,19 @@ import json
 from pathlib import Path
 
 import click
-from actrec_cli.console import console, progress_for
+from actrec_cli.console import console, import_tensorflow_quietly, progress_for
 from actrec_cli.convert_report import print_conversion
 from actrec_cli.pretrained_table import print_weights_table, weights_rows
 
 from actrec.config.choices import ARCHITECTURES, MODALITIES, SHIFT_DIRECTIONS
+from actrec.published.class_lists import CLASS_LISTS, published_class_names
+from actrec.published.convert import (
+    ConversionOptions,
+    check_conversion_paths,
+    convert_checkpoint,
+)
+from actrec.published.downloads import refuse_video_checkpoint_import
+from actrec.published.imagenet import fetch_weights, import_weights
 
 
 @click.group()
@@ -39,8 +47,6 @@ def list_command(verify: bool, urls: bool, as_json: bool) -> None:
 @click.option("--sha256", "expected_sha256", help="Also require this SHA-256 of the file.")
 def fetch(backbone: str, url: str | None, expected_sha256: str | None) -> None:
     """Download BACKBONE's weight file into the store and check its digest."""
-    from actrec.published.imagenet import fetch_weights
-
     path = fetch_weights(
         backbone, url=url, expected_sha256=expected_sha256, progress=progress_for("bytes")
     )
@@ -54,9 +60,6 @@ def fetch(backbone: str, url: str | None, expected_sha256: str | None) -> None:
 def import_command(file: Path, backbone: str | None, expected_sha256: str | None) -> None:
     """Check FILE (downloaded elsewhere) against its published digest and copy it into the
     store; a file that does not match installs nothing."""
-    from actrec.published.downloads import refuse_video_checkpoint_import
-    from actrec.published.imagenet import import_weights
-
     refuse_video_checkpoint_import(file)  # a TSM / mmaction2 video model: `convert` takes it
     path = import_weights(file, backbone=backbone, expected_sha256=expected_sha256)
     console().print(f"installed {path}", highlight=False)
@@ -106,14 +109,6 @@ def convert(
     ImageNet ResNet, TSM's MobileNetV2) into a finished actrec run folder that eval, export,
     predict and `train --init-from` take. The file is read as data only (no code in it runs);
     docs/model-zoo.md lists the published files."""
-    from actrec_cli.console import import_tensorflow_quietly
-
-    from actrec.published.convert import (
-        ConversionOptions,
-        check_conversion_paths,
-        convert_checkpoint,
-    )
-
     check_conversion_paths(checkpoint, out)  # before TensorFlow: a mistake is answered at once
     import_tensorflow_quietly()
     options = ConversionOptions(
@@ -133,8 +128,6 @@ def convert(
 def classes_command(name: str | None) -> None:
     """The built-in class lists of the published models (their source's label order), or the
     names of list NAME, one per line (index = the classifier's output)."""
-    from actrec.published.class_lists import CLASS_LISTS, published_class_names
-
     if name is not None:
         for class_name in published_class_names(name):
             click.echo(class_name)

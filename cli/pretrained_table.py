@@ -5,13 +5,14 @@ from __future__ import annotations
 from actrec_cli.console import console
 from rich.table import Table
 
+from actrec.errors import WeightsError
+from actrec.models.pretrained import all_weights_status, check_found_file
+from actrec.models.weight_store import store_directory
+
 
 def weights_rows(verify: bool) -> list[dict]:
     """Each known weight file: backbone, file, URL, published digest, where it is (and with
     `verify`, its checked digest or the mismatch)."""
-    from actrec.errors import WeightsError
-    from actrec.models.pretrained import all_weights_status, check_found_file
-
     rows = []
     for status in all_weights_status():
         weights = status.spec.weights
@@ -35,8 +36,6 @@ def weights_rows(verify: bool) -> list[dict]:
 
 def print_weights_table(rows: list[dict], urls: bool) -> None:
     """The rows as a table (with `urls`, a URL column), then each digest mismatch."""
-    from actrec.models.weight_store import store_directory
-
     table = Table(title=f"ImageNet no-top weights (store: {store_directory()})")
     columns = ["backbone", "file", "published digest", "status"] + (["url"] if urls else [])
     for column in columns:

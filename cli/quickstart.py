@@ -8,6 +8,8 @@ import click
 from actrec_cli.console import console, import_tensorflow_quietly, progress_for
 from actrec_cli.quickstart_report import summary_tables
 
+from actrec.quickstart.stages import run_quickstart
+
 # actrec.quickstart.SIZES (not imported here: it loads OpenCV, and `actrec --help` must not).
 SIZE_NAMES = ("full", "small")
 
@@ -32,7 +34,6 @@ def quickstart(workdir, size):
     and an RGB TSM distilled from it, evaluate them and the TSM + flow fusion, export that
     two-stream SavedModel and predict a new video."""
     import_tensorflow_quietly()
-    from actrec.quickstart.stages import run_quickstart
 
     console().print(f"actrec quickstart in {workdir} ({size})", soft_wrap=True)
     result = run_quickstart(workdir, size, progress_for(None))

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from rich.table import Table
 
+from actrec.quickstart.stages import STAGES
+
 STREAM_LABELS = {
     "rgb": "RGB TSN",
     "flow": "flow TSN",
@@ -15,8 +17,6 @@ STREAM_LABELS = {
 
 def summary_tables(result) -> list[Table]:
     """The stages with their seconds, the test accuracy of each stream, the artefacts."""
-    from actrec.quickstart.stages import STAGES
-
     stages = Table(title="stages")
     stages.add_column("stage")
     stages.add_column("seconds", justify="right")

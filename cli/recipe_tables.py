@@ -7,6 +7,10 @@ from actrec_cli.console import console
 from rich.console import Console
 from rich.table import Table
 
+from actrec.config.files import load_recipe
+from actrec.config.recipe_sources import recipe_fields, source_table
+from actrec.train.schedule import batch_schedule_summary, learning_rate_summary
+
 # The fidelity table wraps its source column to fit this width when not on a terminal (the
 # width of a common terminal); the recipes listing is drawn whole (actrec_cli.console).
 SOURCES_WIDTH = 100
@@ -31,9 +35,6 @@ def value_text(value: object) -> str:
 def print_sources(name: str) -> None:
     """The fidelity table of built-in recipe `name`: field, value, mark, source (fields the
     recipe leaves at the dataclass default marked as such)."""
-    from actrec.config.files import load_recipe
-    from actrec.config.recipe_sources import recipe_fields, source_table
-
     values = recipe_fields(load_recipe(name))
     table_data = source_table(name)
     table = Table(
@@ -67,8 +68,6 @@ def recipes_table(recipes_to_list) -> Table:
     """One row per recipe; each cell is a few short phrases, one per line, so that no phrase
     is cut or broken in a terminal of 100 columns (the name column is as wide as the longest
     name; the reference wraps under it)."""
-    from actrec.train.schedule import batch_schedule_summary, learning_rate_summary
-
     table = Table(
         title="Built-in recipes (actrec recipes --show NAME prints one)",
         title_justify="left",

@@ -7,6 +7,11 @@ import click
 from actrec_cli.console import console
 from actrec_cli.recipe_tables import print_sources, recipes_table
 
+from actrec.config.files import load_recipe, recipe_to_yaml
+from actrec.config.inheritance import builtin_recipe_names
+from actrec.config.validate import validate_recipe
+from actrec.errors import ConfigError
+
 
 @click.command()
 @click.option(
@@ -27,11 +32,6 @@ def recipes(show: str | None, sources: bool) -> None:
     Use a name with `actrec train --recipe NAME`; `--show NAME` prints the full recipe
     as YAML, a starting point for a recipe file of your own; `--show NAME --sources` its
     fidelity table."""
-    from actrec.config.files import load_recipe, recipe_to_yaml
-    from actrec.config.inheritance import builtin_recipe_names
-    from actrec.config.validate import validate_recipe
-    from actrec.errors import ConfigError
-
     if sources:
         if show is None:
             raise ConfigError(

@@ -7,6 +7,9 @@ from pathlib import Path
 import click
 from actrec_cli.console import console, progress_for
 
+from actrec.data.synthetic.config import SyntheticConfig
+from actrec.errors import ConfigError
+
 
 @click.command()
 @click.argument("root", type=click.Path(path_type=Path), default=Path("datasets/raw/synthetic"))
@@ -20,9 +23,8 @@ def synthetic(root, videos_per_class, num_frames, size, seed):
     Eight classes that differ only in motion (move left/right/up/down, rotate either way,
     zoom in/out): a single frame cannot tell them apart, optical flow can.
     """
-    from actrec.data.synthetic.config import SyntheticConfig
+    # OpenCV at its top: not for `actrec --help` and the other commands
     from actrec.data.synthetic.dataset import generate_synthetic_dataset
-    from actrec.errors import ConfigError
 
     try:
         width, height = (int(value) for value in size.lower().split("x"))

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import click
+from actrec_cli.argument_checks import check_train_folders
 from actrec_cli.console import console, import_tensorflow_quietly, progress_for
 from actrec_cli.train_options import batch_options, recipe_from_options
 from actrec_cli.train_report import (
@@ -15,6 +16,16 @@ from actrec_cli.train_report import (
     print_outcome,
     print_validation_classes,
 )
+
+from actrec.cluster.preemption import PREEMPTED_EXIT_CODE
+from actrec.cluster.strategy import is_chief
+from actrec.config.choices import run_weights
+from actrec.config.overrides import overridden_settings
+from actrec.config.validate import validate_recipe
+from actrec.errors import WorkerLostError
+from actrec.runs.folder import BEST_WEIGHTS_FILE, read_run_record
+from actrec.train.memory.recipe_edits import auto_fields
+from actrec.train.run import train as train_run
 
 
 @click.command()
@@ -99,17 +110,6 @@ def train(
 ):
     """Train a TSN / TSM model. Run one process per worker (see `actrec launch`, TF_CONFIG or
     Slurm); only the chief writes the run directory."""
-    from actrec_cli.argument_checks import check_train_folders
-
-    from actrec.cluster.preemption import PREEMPTED_EXIT_CODE
-    from actrec.cluster.strategy import is_chief
-    from actrec.config.choices import run_weights
-    from actrec.config.overrides import overridden_settings
-    from actrec.config.validate import validate_recipe
-    from actrec.errors import WorkerLostError
-    from actrec.train.memory.recipe_edits import auto_fields
-    from actrec.train.run import train as train_run
-
     given_settings = overridden_settings(overrides)  # kept over a source's (--init-from)
     if init_from is not None:
         overrides = (*overrides, f"model.weights={run_weights(init_from)}")
@@ -146,8 +146,6 @@ def train(
         return
     print_outcome(summary, run_dir, stop_after_steps)
     if summary.weights_path is not None:
-        from actrec.runs.folder import BEST_WEIGHTS_FILE, read_run_record
-
         print_validation_classes(summary, read_run_record(run_dir).get("classes", []))
         print_next_commands(run_dir, (run_dir / BEST_WEIGHTS_FILE).is_file())
     if summary.preempted:

@@ -7,6 +7,12 @@ from pathlib import Path
 import click
 from actrec_cli.options import option_group, parse_batch_size_option, parse_memory_size_option
 
+from actrec.config.files import load_recipe
+from actrec.config.overrides import apply_overrides
+from actrec.errors import ConfigError
+from actrec.runs.folder import RECIPE_FILE
+from actrec.train.memory.recipe_edits import with_batch_size, with_remat
+
 batch_options = option_group(
     click.option(
         "--batch-size",
@@ -48,12 +54,6 @@ def recipe_from_options(
 ):
     """The recipe --recipe names (with --resume and no --recipe: the run's own), with the
     --set overrides, --batch-size and --remat applied."""
-    from actrec.config.files import load_recipe
-    from actrec.config.overrides import apply_overrides
-    from actrec.errors import ConfigError
-    from actrec.runs.folder import RECIPE_FILE
-    from actrec.train.memory.recipe_edits import with_batch_size, with_remat
-
     if recipe_name is None:
         if resume is not None and not (run_dir / RECIPE_FILE).exists():
             raise ConfigError(

@@ -8,6 +8,9 @@ from pathlib import Path
 
 from actrec_cli.console import console
 
+from actrec.evaluation.metrics import most_confused, per_class_of_confusion
+from actrec.train.memory.units import format_bytes
+
 
 def print_outcome(summary, run_dir: Path, stop_after_steps: int | None) -> None:
     """Preempted (checkpoint saved), stopped after --stop-after-steps, or trained: epochs,
@@ -37,8 +40,6 @@ def print_outcome(summary, run_dir: Path, stop_after_steps: int | None) -> None:
 def print_batch_decision(decision) -> None:
     """The table `--batch-size auto` chose from, and what it chose."""
     from rich.table import Table
-
-    from actrec.train.memory.units import format_bytes
 
     budget = format_bytes(decision.budget_bytes) if decision.budget_bytes else "device memory"
     table = Table(
@@ -70,8 +71,6 @@ def print_validation_classes(summary, classes: list[str]) -> None:
     """The last validation's per-class accuracy (every class up to WEAKEST_CLASSES_SHOWN,
     else the weakest) and the classes most confused."""
     from rich.table import Table
-
-    from actrec.evaluation.metrics import most_confused, per_class_of_confusion
 
     if summary.validation_confusion is None:
         return
