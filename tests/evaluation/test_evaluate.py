@@ -44,9 +44,9 @@ def prepared(tiny_synthetic_prepared) -> Path:
 
 @pytest.fixture(scope="module")
 def runs(tiny_runs, tmp_path_factory) -> dict[str, Path]:
-    """Copies of the session's tiny trained RGB and flow runs (conftest.tiny_runs, one step
-    each: weights that are not the initial ones, outputs that depend on the input), so that
-    the evaluations written into them stay this module's."""
+    """Copies of the session's tiny trained RGB and flow runs (tests/fixtures/tiny_runs.py,
+    one step each: weights that are not the initial ones, outputs that depend on the input),
+    so that the evaluations written into them stay this module's."""
     folder = tmp_path_factory.mktemp("eval-runs")
     return {m: Path(shutil.copytree(tiny_runs[m], folder / m)) for m in ("rgb", "flow")}
 
