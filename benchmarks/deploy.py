@@ -85,12 +85,12 @@ def main() -> None:
     from actrec.data.input.clip_spec import clip_spec
     from actrec.data.input.clips import evaluation_crop
     from actrec.export.formats.onnx import ONNX_FILE, OnnxRunner
-    from actrec.export.predict import ExportedModel
-    from actrec.export.quantization import QuantizationOptions
+    from actrec.export.quantization.quantized_export import QuantizationOptions
     from actrec.export.serving import clips_from_frames
-    from actrec.export.stream_predict import StreamingModel
-    from actrec.export.tflite import TFLITE_FILE, TfliteRunner
+    from actrec.export.tflite_flatbuffers import TFLITE_FILE, TfliteRunner
     from actrec.export.writer import export_runs
+    from actrec.predict.stream import StreamingModel
+    from actrec.predict.video_files import ExportedModel
     from actrec.runs.trained import load_trained_run
 
     out = args.out or Path(tempfile.mkdtemp(prefix="actrec-deploy-"))

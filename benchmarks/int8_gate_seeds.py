@@ -65,7 +65,7 @@ def trained_run(recipe: str, prepared: Path, run_dir: Path, seed: int) -> Path:
 def measured_gate_entry(run_dir: Path, out: Path, calibration_clips: int, options) -> dict:
     """actrec.json's quantization.gate of `run_dir` exported int8 with `options`."""
     from actrec.export.metadata import read_export_metadata
-    from actrec.export.quantization import QuantizationOptions
+    from actrec.export.quantization.quantized_export import QuantizationOptions
     from actrec.export.writer import export_runs
 
     if not (out / "actrec.json").is_file():
@@ -84,7 +84,7 @@ def main() -> None:
     args = parser.parse_args()
 
     from actrec.evaluation.paired_difference import paired_difference
-    from actrec.export.accuracy_gate import DEFAULT_CONFIDENCE, DEFAULT_MAX_DROP
+    from actrec.export.quantization.accuracy_gate import DEFAULT_CONFIDENCE, DEFAULT_MAX_DROP
 
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="actrec-int8-gate-"))
     workdir.mkdir(parents=True, exist_ok=True)

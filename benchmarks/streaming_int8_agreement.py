@@ -43,7 +43,7 @@ def exported(run: Path, out: Path, quantize: str) -> Path:
 def top_ones(model, video: str) -> tuple[list, list, list]:
     """Per fed frame of `video` (a new stream): this frame's top-1, the running top-1, the
     probabilities."""
-    from actrec.export.stream_predict import stream_predictions
+    from actrec.predict.stream import stream_predictions
 
     steps = list(stream_predictions(model, video, top_k=len(model.classes)))
     return (
@@ -56,7 +56,7 @@ def top_ones(model, video: str) -> tuple[list, list, list]:
 def agreement(run: Path, out: Path, baseline_quality: int) -> str:
     """The line `main` prints for one run (see the module)."""
     from actrec.data.format.manifest import read_manifest
-    from actrec.export.stream_predict import StreamingModel
+    from actrec.predict.stream import StreamingModel
     from actrec.runs.trained import load_trained_run
 
     float_model, int8_model = (StreamingModel(exported(run, out, q)) for q in ("none", "int8"))

@@ -46,7 +46,7 @@ def keras_documented_route(function, input_signature, models, quantize: str) -> 
 
 
 def outputs(model_file: Path, inputs: dict) -> dict:
-    from actrec.export.tflite import TfliteRunner
+    from actrec.export.tflite_flatbuffers import TfliteRunner
 
     return TfliteRunner(model_file).run(inputs)
 
@@ -59,7 +59,7 @@ def main() -> None:
     parser.add_argument("--data", type=Path, help="the prepared folder, if it has moved")
     arguments = parser.parse_args()
 
-    import actrec.export.tflite as tflite_module
+    import actrec.export.tflite_flatbuffers as tflite_module
     from actrec.export.writer import export_runs
 
     routes = {"actrec": tflite_module.converted, "Keras's documented": keras_documented_route}

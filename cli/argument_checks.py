@@ -1,26 +1,27 @@
 """The checks of a command's arguments that need no TensorFlow, run before the command imports
 it: an argument mistake (a missing file, a folder of the wrong kind) is answered in well
 under a second instead of after TensorFlow's import (seconds). The library's own checks
-stay where they are; these only come first (actrec.folder_kinds tells the folders apart by
+stay where they are; these only come first (actrec_cli.folder_kinds tells the folders apart by
 the names of their files)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from actrec.cluster.strategy import is_chief
-from actrec.data.sources import check_dataset_root
-from actrec.errors import ConfigError, OutputError
-from actrec.export.checks import check_out_dir
-from actrec.folder_kinds import (
+from actrec_cli.folder_kinds import (
     DESCRIPTIONS,
     folder_kind,
-    refuse_a_file_on_the_way,
     require_export,
     require_prepared,
     require_run,
     require_run_or_export,
 )
+
+from actrec.cluster.strategy import is_chief
+from actrec.data.sources import check_dataset_root
+from actrec.errors import ConfigError, OutputError
+from actrec.export.checks import check_out_dir
+from actrec.files.output_paths import refuse_a_file_on_the_way
 from actrec.train.life.resume import check_run_directory
 
 _NOT_A_WORKDIR = ("export", "prepared", "partial", "videos")

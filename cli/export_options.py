@@ -1,5 +1,5 @@
 """`actrec export`'s quantisation options: calibration data and the accuracy gate
-(actrec.export.quantization)."""
+(actrec.export.quantization.quantized_export)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from pathlib import Path
 
 import click
 
-from actrec.export.accuracy_gate import DEFAULT_CONFIDENCE, DEFAULT_MAX_DROP
-from actrec.export.calibration import DEFAULT_CALIBRATION_CLIPS, DEFAULT_GATE_CLIPS
-from actrec.export.quantization import QuantizationOptions
+from actrec.export.quantization.accuracy_gate import DEFAULT_CONFIDENCE, DEFAULT_MAX_DROP
+from actrec.export.quantization.calibration import DEFAULT_CALIBRATION_CLIPS, DEFAULT_GATE_CLIPS
+from actrec.export.quantization.quantized_export import QuantizationOptions
 
 QUANTIZATION_PARAMETERS = (
     "calibration_clips",
@@ -78,6 +78,6 @@ def quantization_options(command):
 
 
 def quantization_settings(values: dict):
-    """actrec.export.quantization.QuantizationOptions of the options' values (popped from
+    """actrec.export.quantization.quantized_export.QuantizationOptions of the options' values (popped from
     `values`)."""
     return QuantizationOptions(**{name: values.pop(name) for name in QUANTIZATION_PARAMETERS})

@@ -15,11 +15,11 @@ from actrec_cli.predict_timeline import run_timeline
 from rich.table import Table
 from rich.text import Text
 
-from actrec.export.annotation_output import annotation_outputs, check_annotation_output
 from actrec.export.metadata import read_export_metadata
-from actrec.export.predict import predict_videos
-from actrec.export.timeline import DEFAULT_WINDOW_SECONDS
-from actrec.folder_kinds import refuse_a_file_on_the_way
+from actrec.files.output_paths import refuse_a_file_on_the_way
+from actrec.predict.annotation_output import annotation_outputs, check_annotation_output
+from actrec.predict.timeline import DEFAULT_WINDOW_SECONDS
+from actrec.predict.video_files import predict_videos
 
 
 def _table(prediction) -> Table:
@@ -52,7 +52,7 @@ def _check_annotation(annotate: Path | None, videos: tuple[str, ...], timeline: 
 
 def _write_annotated_clip(video: str, prediction, model_dir: Path, annotate: Path) -> None:
     # OpenCV at its top: only when --annotate writes a video
-    from actrec.export.annotated_video import (
+    from actrec.predict.annotated_video import (
         clip_annotated_frames,
         video_rate_and_length,
         write_video_atomic,

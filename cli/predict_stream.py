@@ -10,8 +10,8 @@ from pathlib import Path
 import click
 from actrec_cli.console import error_console
 
-from actrec.export.stream_predict import StreamingModel, streamed_frames
-from actrec.folder_kinds import create_parents, remove_created_parents
+from actrec.files.output_paths import create_parents, remove_created_parents
+from actrec.predict.stream import StreamingModel, streamed_frames
 
 
 def written_with_parents(path: Path, write):
@@ -45,8 +45,8 @@ def _write_annotated(streamed, classes, annotate: Path, as_json: bool, source: s
     """Prints each fed frame's line while every frame read is drawn and written; Ctrl+C
     ends the video (and the command, exit 130) once what came is written."""
     # OpenCV at their top: only when --annotate writes a video
-    from actrec.export.annotated_video import write_video_atomic
-    from actrec.export.annotation import annotated_frame
+    from actrec.predict.annotated_video import write_video_atomic
+    from actrec.predict.annotation import annotated_frame
 
     first = next(streamed, None)  # the model loaded, the source open: every check passed
     if first is None:

@@ -12,10 +12,10 @@ from actrec_cli.predict_stream import written_with_parents
 from rich.table import Table
 from rich.text import Text
 
-from actrec.atomic import write_text_atomic
-from actrec.export.annotation_output import timeline_strip_path
 from actrec.export.metadata import read_export_metadata
-from actrec.export.timeline import timeline_csv, video_timelines
+from actrec.files.atomic import write_text_atomic
+from actrec.predict.annotation_output import timeline_strip_path
+from actrec.predict.timeline import timeline_csv, video_timelines
 
 
 def _table(timeline) -> Table:
@@ -40,12 +40,12 @@ def _table(timeline) -> Table:
 def _write_annotated(timeline, model_dir: Path, annotate: Path) -> None:
     """The video with each window's top-k drawn, and its strip (OUT.timeline.png)."""
     # OpenCV at their top: only when --annotate writes a video
-    from actrec.export.annotated_video import (
+    from actrec.predict.annotated_video import (
         timeline_annotated_frames,
         video_rate_and_length,
         write_video_atomic,
     )
-    from actrec.export.timeline_strip import write_timeline_strip
+    from actrec.predict.timeline_strip import write_timeline_strip
 
     classes = read_export_metadata(model_dir)["classes"]
     fps, total = video_rate_and_length(timeline.video)

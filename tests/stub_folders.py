@@ -1,5 +1,5 @@
 """A working folder holding one folder of each kind actrec tells apart by the names of its
-files (actrec.folder_kinds), for the tests of argument mistakes: stubs, never read further."""
+files (actrec_cli.folder_kinds), for the tests of argument mistakes: stubs, never read further."""
 
 from __future__ import annotations
 

@@ -25,7 +25,6 @@ from typing import Any
 
 import yaml
 
-from actrec.atomic import write_text_atomic
 from actrec.config.coerce import coerced_field, field_types, unknown_key_message
 from actrec.config.inheritance import (
     RecipeFile,
@@ -36,6 +35,7 @@ from actrec.config.inheritance import (
 )
 from actrec.config.recipe import SECTION_TYPES, SECTIONS, TEXT_KEYS, Recipe
 from actrec.errors import ConfigError
+from actrec.files.atomic import write_text_atomic
 
 
 def _section_from_mapping(section: str, values: Any, origin: str) -> Any:

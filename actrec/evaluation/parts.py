@@ -38,10 +38,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from actrec.atomic import write_json_atomic
 from actrec.errors import WorkerLostError
 from actrec.evaluation.part_checks import SplitRows, check_request, read_part
 from actrec.evaluation.scores import VideoScores, concatenate_video_scores, save_video_scores
+from actrec.files.atomic import write_json_atomic
 from actrec.progress import NullProgress, Progress
 
 PARTS_DIR = ".actrec-parts"

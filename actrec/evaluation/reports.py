@@ -16,9 +16,9 @@ from pathlib import Path
 
 import numpy as np
 
-from actrec.atomic import write_bytes_atomic, write_json_atomic, write_text_atomic
 from actrec.evaluation.metrics import Metrics
 from actrec.evaluation.scores import SCORES_FILE, VideoScores, save_video_scores
+from actrec.files.atomic import write_bytes_atomic, write_json_atomic, write_text_atomic
 
 RESULTS_FILE = "results.json"
 PER_CLASS_FILE = "per_class.csv"

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
-from actrec.atomic import write_bytes_atomic
 from actrec.errors import ConfigError, DatasetError
+from actrec.files.atomic import write_bytes_atomic
 from actrec.progress import NullProgress, Progress
 
 SCORES_FILE = "scores.npz"

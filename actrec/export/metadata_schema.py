@@ -17,7 +17,7 @@ import math
 from pathlib import Path, PurePosixPath, PureWindowsPath
 
 from actrec.errors import ConfigError
-from actrec.export.accuracy_gate import VERDICTS
+from actrec.export.quantization.accuracy_gate import VERDICTS
 
 MODALITIES = ("rgb", "flow")
 EXPORT_MODALITIES = (*MODALITIES, "two-stream")

@@ -13,9 +13,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from actrec import __version__
-from actrec.export.accuracy_gate import gate_reading
 from actrec.export.formats.registry import export_format
 from actrec.export.metadata import CLASSES_FILE
+from actrec.export.quantization.accuracy_gate import gate_reading
 from actrec.export.streams import ExportedStream
 
 EVALUATION_KEYS = ("protocol", "split", "num_videos", "top1", "top5", "mean_class_accuracy")
@@ -235,7 +235,7 @@ def _trust_section(predicts: bool) -> list[str]:
 
 def quantization_section(metadata: dict) -> list[str]:
     """ "## Quantisation": how the model was quantised and what it cost (the accuracy gate's
-    figures, actrec.export.accuracy_gate); nothing for a float32 model."""
+    figures, actrec.export.quantization.accuracy_gate); nothing for a float32 model."""
     entry = metadata.get("quantization")
     if not entry:
         return []

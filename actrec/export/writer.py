@@ -21,9 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from actrec.atomic import fsync_directory, fsync_file, write_json_atomic, write_text_atomic
 from actrec.errors import ActrecError
-from actrec.export.accuracy_gate import GateResult
 from actrec.export.checks import check_out_dir, checked_options, export_preparation, ordered_runs
 from actrec.export.formats.registry import DEFAULT_FORMAT, ExportRequest, export_format
 from actrec.export.metadata import (
@@ -36,7 +34,8 @@ from actrec.export.metadata import (
 from actrec.export.metadata_schema import check_export_metadata
 from actrec.export.model_card import model_card
 from actrec.export.parity import MEASURE
-from actrec.export.quantization import (
+from actrec.export.quantization.accuracy_gate import GateResult
+from actrec.export.quantization.quantized_export import (
     RELOAD_MEASURE,
     QuantizationOptions,
     calibrated_request,
@@ -45,6 +44,7 @@ from actrec.export.quantization import (
     quantization_entry,
 )
 from actrec.export.streams import ExportedStream
+from actrec.files.atomic import fsync_directory, fsync_file, write_json_atomic, write_text_atomic
 from actrec.progress import NullProgress, Progress
 
 DEFAULT_TOP_K = 5
@@ -63,7 +63,7 @@ class ExportSummary:
         format's tolerance, else the export failed); actrec.json's reload_check says it.
     reloaded_in_fresh_process: whether the reloaded model ran in a new Python process (the
         model card's own code, for the formats that load with actrec) or in this one.
-    gate: a quantised model's accuracy gate (actrec.export.accuracy_gate; None when
+    gate: a quantised model's accuracy gate (actrec.export.quantization.accuracy_gate; None when
         not measured).
     """
 
@@ -145,8 +145,8 @@ def export_runs(
         difference is reported in ExportSummary.reload_difference, not checked: its accuracy
         gate is its check.
     quantization: calibration and gate settings of a quantised export
-        (actrec.export.quantization; int8 without data is refused before anything is
-        built; a gate that fails raises ActrecError with both top-1s, nothing written).
+        (actrec.export.quantization.quantized_export; int8 without data is refused before
+        anything is built; a gate that fails raises ActrecError with both top-1s, nothing written).
     format_options: the format's own options (ExportFormat.options; onnx: opset=13..18),
         refused by a format that does not take them.
     Raises ConfigError / DatasetError for unusable runs, OutputError for an unusable

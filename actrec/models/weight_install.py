@@ -19,7 +19,6 @@ import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
-from actrec.atomic import commit_temporary, temporary_path
 from actrec.config.backbones import (
     BackboneSpec,
     backbone_spec,
@@ -28,6 +27,7 @@ from actrec.config.backbones import (
     weighted_backbone_names,
 )
 from actrec.errors import WeightsError
+from actrec.files.atomic import commit_temporary, temporary_path
 from actrec.models.weight_digests import (
     READ_CHUNK_BYTES,
     check_source_digest,

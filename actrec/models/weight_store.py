@@ -11,9 +11,9 @@ import os
 import time
 from pathlib import Path
 
-from actrec.atomic import write_text_atomic
 from actrec.config.backbones import BackboneSpec
 from actrec.errors import WeightsError
+from actrec.files.atomic import write_text_atomic
 from actrec.models.weight_digests import FileDigests
 
 STORE_ENVIRONMENT = "ACTREC_PRETRAINED"

@@ -22,7 +22,11 @@ from pathlib import Path
 from actrec import __version__
 from actrec.config.recipe import SHIFT_SETTINGS
 from actrec.errors import ConfigError, OutputError
-from actrec.folder_kinds import create_parents, refuse_a_file_on_the_way, remove_created_parents
+from actrec.files.output_paths import (
+    create_parents,
+    refuse_a_file_on_the_way,
+    remove_created_parents,
+)
 from actrec.published.downloads import check_checkpoint_file
 from actrec.published.file_names import (
     TSM_DENSE_INTERVAL_FRAMES,

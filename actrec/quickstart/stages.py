@@ -182,7 +182,7 @@ def run_quickstart(
     from actrec.data.synthetic.dataset import generate_synthetic_dataset
     from actrec.evaluation.evaluate import fuse_evaluations
     from actrec.evaluation.protocols import resolve_protocol
-    from actrec.export.predict import predict_videos
+    from actrec.predict.video_files import predict_videos
     from actrec.quickstart.reuse import evaluated, exported
 
     settings = _check_size(size)

@@ -19,8 +19,8 @@ import json
 import os
 from pathlib import Path
 
-from actrec.atomic import commit_temporary, write_json_atomic
 from actrec.errors import ConfigError
+from actrec.files.atomic import commit_temporary, write_json_atomic
 
 RECIPE_FILE = "recipe.yaml"
 RUN_FILE = "run.json"
@@ -71,7 +71,7 @@ def save_weights_atomically(model, path: Path) -> Path:
     """model.save_weights to a temporary name in the same folder, then rename (atomic).
 
     Keras only writes a name ending in .weights.h5, so the temporary name is made here
-    rather than by actrec.atomic.temporary_path; the rename is actrec.atomic's."""
+    rather than by actrec.files.atomic.temporary_path; the rename is actrec.files.atomic's."""
     temporary = path.with_name(f".{path.name.removesuffix('.weights.h5')}.tmp.weights.h5")
     try:
         model.save_weights(str(temporary))

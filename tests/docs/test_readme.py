@@ -223,10 +223,10 @@ def _assert_a_broken_int8_file_is_refused(path: Path, run_dir: Path, prepared: P
     from tensorflow.lite.tools import flatbuffer_utils
 
     from actrec.data.input.clip_spec import clip_spec
-    from actrec.export.accuracy_gate import measured_gate
-    from actrec.export.calibration import HELD_OUT_SPLITS, clip_set
+    from actrec.export.quantization.accuracy_gate import measured_gate
+    from actrec.export.quantization.calibration import HELD_OUT_SPLITS, clip_set
     from actrec.export.streams import ExportedStream
-    from actrec.export.tflite import TfliteRunner
+    from actrec.export.tflite_flatbuffers import TfliteRunner
     from actrec.runs.trained import build_trained_model, load_trained_run
 
     model = flatbuffer_utils.convert_bytearray_to_object(bytearray(path.read_bytes()))

@@ -1,6 +1,6 @@
 """Prints the TensorFlow ops of every SavedModel variant actrec exports, for every registered
 backbone: `python tests/export/derive_savedmodel_ops.py` (a few minutes). Its output is
-actrec.export.savedmodel_ops.SIGNATURE_OPS; tests/export/test_savedmodel_ops.py checks
+actrec.export.trust.savedmodel_ops.SIGNATURE_OPS; tests/export/test_savedmodel_ops.py checks
 that the suite's exports need no op outside it.
 
 Each variant's serving function is traced as `actrec export` traces it (clip model: one
@@ -17,10 +17,10 @@ import sys
 from actrec.config.backbones import BACKBONES, SHIFT_FAMILIES, backbone_spec
 from actrec.config.recipe import DataConfig, ModelConfig
 from actrec.data.input.clip_spec import clip_spec
-from actrec.export.savedmodel_ops import graph_def_ops
 from actrec.export.serving import build_serving_function, input_signature
 from actrec.export.streaming_export import build_streaming_serving
 from actrec.export.streams import ExportedStream
+from actrec.export.trust.savedmodel_ops import graph_def_ops
 from actrec.models.factory import build_model
 from actrec.models.streaming import streaming_state_shapes
 

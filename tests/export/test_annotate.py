@@ -12,16 +12,16 @@ import cv2
 import numpy as np
 import pytest
 
-from actrec.export.annotated_video import write_video_atomic
-from actrec.export.annotation import (
+from actrec.predict.annotated_video import write_video_atomic
+from actrec.predict.annotation import (
     BOX_OPACITY,
     annotated_frame,
     class_colour,
     overlay_rectangle,
 )
-from actrec.export.stream_predict import StreamingModel, stream_predictions, streamed_frames
-from actrec.export.timeline import Timeline, TimelineWindow, covering_windows
-from actrec.export.timeline_strip import (
+from actrec.predict.stream import StreamingModel, stream_predictions, streamed_frames
+from actrec.predict.timeline import Timeline, TimelineWindow, covering_windows
+from actrec.predict.timeline_strip import (
     AXIS_HEIGHT,
     BAND_HEIGHT,
     LEGEND_ROW_HEIGHT,

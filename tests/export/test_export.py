@@ -20,11 +20,11 @@ from actrec.data.input.clip_spec import clip_spec
 from actrec.data.input.pipeline import build_dataset
 from actrec.data.synthetic.config import SYNTHETIC_CLASSES as SYNTHETIC_CLASS_NAMES
 from actrec.errors import ConfigError
-from actrec.export.predict import record_inputs
 from actrec.export.serving import build_serving_function
 from actrec.export.streams import ExportedStream
 from actrec.export.writer import export_runs
 from actrec.models.keras_file import load_segment_model
+from actrec.predict.video_files import record_inputs
 from actrec.runs.trained import build_trained_model, load_trained_run
 
 TOLERANCE = 1e-5

@@ -140,8 +140,8 @@ def test_tflite_files_run_in_litert_and_in_tensorflows_interpreter(
     """Both interpreters give the SavedModel's probabilities; "auto" prefers LiteRT."""
     if interpreter == "litert":
         pytest.importorskip("ai_edge_litert", reason="the litert extra")
-    from actrec.export.predict import ExportedModel
-    from actrec.export.tflite import TfliteRunner
+    from actrec.export.tflite_flatbuffers import TfliteRunner
+    from actrec.predict.video_files import ExportedModel
 
     out = tiny_tflite
     assert TfliteRunner(out / "model.tflite", interpreter=interpreter).interpreter == interpreter

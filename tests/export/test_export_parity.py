@@ -65,7 +65,7 @@ def test_an_export_of_other_weights_is_refused_and_the_right_one_passes(tiny_run
     wrong = _request(tiny_runs["rgb"], scale_one_layer=1.05)
     if model_format == "tflite":
         from actrec.export.formats.tflite import BATCH
-        from actrec.export.tflite import FLOAT_TOLERANCE, TfliteRunner, converted
+        from actrec.export.tflite_flatbuffers import FLOAT_TOLERANCE, TfliteRunner, converted
 
         def runner(request):
             function, signature, _ = model_function(request, BATCH)

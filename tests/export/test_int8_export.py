@@ -8,9 +8,9 @@ import json
 import numpy as np
 import onnx
 
-from actrec.export.calibration import HELD_OUT_SPLITS, clip_set
 from actrec.export.metadata import read_export_metadata
-from actrec.export.tflite import TfliteRunner
+from actrec.export.quantization.calibration import HELD_OUT_SPLITS, clip_set
+from actrec.export.tflite_flatbuffers import TfliteRunner
 from actrec.export.writer import export_runs
 
 
@@ -121,7 +121,7 @@ def test_int8_tflite_is_full_integer_and_gated(tiny_runs, tmp_path, cli_runner):
 
 
 def _options(**values):
-    from actrec.export.quantization import QuantizationOptions
+    from actrec.export.quantization.quantized_export import QuantizationOptions
 
     return QuantizationOptions(**{"calibration_clips": 8, **values})
 
@@ -159,7 +159,7 @@ def test_streaming_int8_is_calibrated_on_real_states_and_gated(tiny_online, tmp_
     """The online TSM's step in int8 TFLite and ONNX: calibrated on the frames of training
     clips with the states the float step met, gated on the test clips streamed frame by
     frame; the states stay float32 inputs and outputs; `actrec predict --stream` runs it."""
-    from actrec.export.stream_predict import StreamingModel
+    from actrec.predict.stream import StreamingModel
 
     run = tiny_online["run"]
     options = _options(calibration_clips=4, max_drop=100)
@@ -190,7 +190,7 @@ def test_streaming_int8_with_integer_io_feeds_its_states_back_as_integers(tiny_o
     --stream` runs it."""
     from ai_edge_litert.interpreter import Interpreter
 
-    from actrec.export.stream_predict import StreamingModel
+    from actrec.predict.stream import StreamingModel
 
     out = tmp_path / "io"
     export_runs(

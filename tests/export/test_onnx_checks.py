@@ -1,4 +1,4 @@
-"""actrec's own check of an ONNX file (actrec.export.onnx_checks), before ONNX Runtime loads
+"""actrec's own check of an ONNX file (actrec.export.trust.onnx_checks), before ONNX Runtime loads
 anything: external data wherever a tensor can be (a Constant's sparse_value, a local
 function's body, ...) stays inside the folder, and every operator is one actrec's exports
 use (issue 65)."""
@@ -13,7 +13,7 @@ import pytest
 from refusal_harness import one_line as _one_line
 
 from actrec.errors import UntrustedModelError
-from actrec.export.onnx_checks import (
+from actrec.export.trust.onnx_checks import (
     ONNX_DOMAIN,
     ONNX_OPS,
     check_onnx_file,

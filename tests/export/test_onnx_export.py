@@ -11,9 +11,9 @@ from streaming_checks import assert_steps_are_the_clip_models_segments
 
 from actrec.data.format.manifest import read_manifest
 from actrec.errors import ConfigError
-from actrec.export.predict import ExportedModel
-from actrec.export.stream_predict import StreamingModel
 from actrec.export.writer import export_runs
+from actrec.predict.stream import StreamingModel
+from actrec.predict.video_files import ExportedModel
 
 pytest.importorskip("onnxruntime", reason="the onnx extra (pip install 'actrec[onnx]')")
 pytest.importorskip("tf2onnx", reason="the onnx extra (pip install 'actrec[onnx]')")

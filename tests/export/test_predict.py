@@ -15,8 +15,8 @@ from actrec.data.synthetic.config import SYNTHETIC_CLASSES, SyntheticConfig
 from actrec.data.synthetic.render import render_clip
 from actrec.data.synthetic.video_writer import write_video
 from actrec.errors import ConfigError
-from actrec.export.predict import predict_videos, record_inputs
 from actrec.export.writer import export_runs
+from actrec.predict.video_files import predict_videos, record_inputs
 
 
 def _test_videos(prepared: Path) -> dict[str, Path]:
@@ -62,7 +62,7 @@ def test_predict_computes_the_flow_method_the_data_was_prepared_with(tiny_runs, 
     from actrec.data.prepare.dataset import prepare_dataset
     from actrec.data.prepare.encode_video import PrepareSettings
     from actrec.data.sources import list_videos
-    from actrec.export.predict import ExportedModel
+    from actrec.predict.video_files import ExportedModel
 
     medium = tmp_path / "prepared-dis-medium"
     settings = PrepareSettings(frame_size="original", flow="dis-medium")

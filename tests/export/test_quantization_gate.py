@@ -15,9 +15,9 @@ import pytest
 
 from actrec.data.format.manifest import read_manifest
 from actrec.errors import ActrecError, ConfigError
-from actrec.export.accuracy_gate import check_gate, gate_of_classes, measured_gate
-from actrec.export.calibration import ClipSet
 from actrec.export.metadata import read_export_metadata
+from actrec.export.quantization.accuracy_gate import check_gate, gate_of_classes, measured_gate
+from actrec.export.quantization.calibration import ClipSet
 
 
 def test_the_gate_refuses_a_drop_beyond_max_drop(tiny_runs, tmp_path, cli_runner):

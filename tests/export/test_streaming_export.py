@@ -14,7 +14,7 @@ from streaming_checks import per_segment_logits, sampled_frames
 
 from actrec.data.format.manifest import read_manifest
 from actrec.data.synthetic.config import SYNTHETIC_CLASSES
-from actrec.export.stream_predict import StreamingModel
+from actrec.predict.stream import StreamingModel
 from actrec.runs.trained import load_trained_run
 
 RELOAD_AND_STREAM = """
@@ -99,7 +99,7 @@ def test_predict_stream_prints_the_running_prediction_of_each_fed_frame(
     assert [step["frame"] for step in steps] == list(range(0, 12, 2))
     assert steps[1]["time"] == 0.08
     model = StreamingModel(tiny_online["export"])
-    from actrec.export.stream_predict import stream_predictions
+    from actrec.predict.stream import stream_predictions
 
     logits = []
     for step, expected in zip(

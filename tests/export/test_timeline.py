@@ -17,8 +17,8 @@ from actrec.data.synthetic.config import SYNTHETIC_CLASSES, SyntheticConfig
 from actrec.data.synthetic.render import render_clip
 from actrec.data.synthetic.video_writer import write_video
 from actrec.errors import ConfigError
-from actrec.export.predict import ExportedModel, predict_videos, record_inputs
-from actrec.export.timeline import video_timeline, video_timelines, window_ranges
+from actrec.predict.timeline import video_timeline, video_timelines, window_ranges
+from actrec.predict.video_files import ExportedModel, predict_videos, record_inputs
 
 FPS = 25.0
 
@@ -156,8 +156,8 @@ def _clips_video(path: Path, clips_per_class: int, repeats: int) -> list[tuple[i
 
 MEASURE_TIMELINE = """
 import json, sys
-from actrec.export.predict import ExportedModel
-from actrec.export.timeline import video_timeline
+from actrec.predict.video_files import ExportedModel
+from actrec.predict.timeline import video_timeline
 export, warm_up, video, window, stride = sys.argv[1:]
 
 

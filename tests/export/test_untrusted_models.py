@@ -14,7 +14,7 @@ import pytest
 from refusal_harness import first_video as _first_video
 from refusal_harness import one_line as _one_line
 
-from actrec.export.savedmodel_ops import SIGNATURE_OPS, disallowed_ops, graph_def_ops
+from actrec.export.trust.savedmodel_ops import SIGNATURE_OPS, disallowed_ops, graph_def_ops
 
 HOSTILE_NOTE = "owned.txt"
 

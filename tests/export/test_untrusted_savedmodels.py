@@ -1,8 +1,8 @@
 """An untrusted SavedModel is not run by TensorFlow's loader (issue 65): `actrec predict`
 rebuilds the serving function from the folder's recipe and reads its variables as data
-(actrec.export.savedmodel_rebuild), and a saved_model.pb that would act if TensorFlow
+(actrec.export.trust.savedmodel_rebuild), and a saved_model.pb that would act if TensorFlow
 loaded it is refused, by what the TF2 loader calls rather than by the labels the file
-writes (actrec.export.savedmodel_ops). Each hostile SavedModel below keeps a real export's
+writes (actrec.export.trust.savedmodel_ops). Each hostile SavedModel below keeps a real export's
 actrec.json, recipe and variables (tests/export/hostile_savedmodels.py builds them)."""
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ def test_a_tf1_savedmodel_refused_for_stream_and_acting_when_trusted(
     """The artefact is real: TensorFlow's loader (--trust-model) runs its restore op and
     writes TARGET.index; without it neither --stream nor the Python API loads it."""
     from actrec.errors import UntrustedModelError
-    from actrec.export.predict import ExportedModel
+    from actrec.predict.video_files import ExportedModel
 
     target = tmp_path / "TARGET"
     streaming = tf1(tiny_online["export"], tmp_path / "streaming", save_to(target))
@@ -95,7 +95,7 @@ def test_a_tf2_savedmodel_whose_signature_acts_is_refused_whatever_its_labels(
     assert not list(tmp_path.glob("TARGET*"))
     assert _files(hostile) == before
     if build is relabelled:  # the artefact is real: a call of its signature writes
-        from actrec.export.predict import ExportedModel
+        from actrec.predict.video_files import ExportedModel
 
         model = ExportedModel(hostile, trust_model=True)
         model.probabilities(model.video_inputs(video))
@@ -110,8 +110,8 @@ def test_every_savedmodel_export_predicts_rebuilt_as_tensorflow_loads_it(
     (it raises here)."""
     import tensorflow as tf
 
-    from actrec.export.predict import ExportedModel
-    from actrec.export.stream_predict import StreamingModel
+    from actrec.predict.stream import StreamingModel
+    from actrec.predict.video_files import ExportedModel
 
     video = _first_video(tiny_runs)
     loaded = {
@@ -174,7 +174,7 @@ def test_an_object_graph_id_out_of_range_is_refused_in_one_line(
 
 def test_variables_linked_outside_the_folder_are_refused(tiny_runs, tiny_exports, tmp_path):
     from actrec.errors import ActrecError
-    from actrec.export.predict import ExportedModel
+    from actrec.predict.video_files import ExportedModel
 
     linked = tmp_path / "linked"
     shutil.copytree(tiny_exports["rgb"], linked, ignore=shutil.ignore_patterns("variables"))

@@ -152,8 +152,8 @@ def test_a_distilled_online_tsm_evaluates_and_streams_as_tflite_without_flow(
 ):
     from actrec.evaluation.evaluate import evaluate_run
     from actrec.evaluation.protocols import resolve_protocol
-    from actrec.export.stream_predict import StreamingModel
     from actrec.export.writer import export_runs
+    from actrec.predict.stream import StreamingModel
 
     run = distilled_run["run"]
     teacher = json.loads((run / RUN_FILE).read_text())["distilled_from"]

@@ -9,12 +9,12 @@ from typing import TYPE_CHECKING
 import cv2
 import numpy as np
 
-from actrec.atomic import write_bytes_atomic
 from actrec.data.format import shards
 from actrec.data.format.flow import dequantize_flow
 from actrec.data.format.integrity import SHARD_FILES_KEY, read_error_summary, shard_problems
 from actrec.data.format.manifest import read_manifest
 from actrec.data.maintenance.contact_sheet import ContactVideo, contact_sheet_png
+from actrec.files.atomic import write_bytes_atomic
 from actrec.progress import NullProgress, Progress
 
 if TYPE_CHECKING:

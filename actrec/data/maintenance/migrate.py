@@ -15,13 +15,18 @@ import json
 import time
 from pathlib import Path
 
-from actrec.atomic import commit_temporary, temporary_path, write_bytes_atomic, write_json_atomic
 from actrec.data.format import shards
 from actrec.data.format.integrity import SHARD_FILES_KEY, describe_shard_files
 from actrec.data.format.manifest import FORMAT_VERSION, MANIFEST_FILE, RECORD_LAYOUT, REPORT_FILE
 from actrec.data.maintenance import format1
 from actrec.data.prepare.plan import plan_digest
 from actrec.errors import DatasetError, OutputError
+from actrec.files.atomic import (
+    commit_temporary,
+    temporary_path,
+    write_bytes_atomic,
+    write_json_atomic,
+)
 from actrec.progress import NullProgress, Progress
 
 

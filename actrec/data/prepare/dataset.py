@@ -23,7 +23,6 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from actrec.atomic import TEMPORARY_SUFFIX, read_json_lines, write_json_atomic
 from actrec.data.format.manifest import count_by_reason, read_manifest
 from actrec.data.prepare.encode_video import PrepareSettings
 from actrec.data.prepare.executors.local import LocalPool
@@ -41,6 +40,7 @@ from actrec.data.prepare.plan import (
 from actrec.data.prepare.split import prepare_split
 from actrec.data.sources.base import DatasetListing, VideoEntry
 from actrec.errors import DatasetError
+from actrec.files.atomic import TEMPORARY_SUFFIX, read_json_lines, write_json_atomic
 from actrec.progress import NullProgress, Progress
 
 __all__ = ["prepare_dataset"]

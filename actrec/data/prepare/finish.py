@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from actrec import __version__
-from actrec.atomic import read_json_lines, write_text_atomic
 from actrec.data.format.integrity import SHARD_FILES_KEY, describe_shard_files
 from actrec.data.format.manifest import (
     FORMAT_VERSION,
@@ -25,6 +24,7 @@ from actrec.data.format.manifest import (
 from actrec.data.format.shards import shard_file_name
 from actrec.data.prepare.plan import PARTIAL_DIR, STATE_FILE
 from actrec.data.sources.base import SPLIT_NAMES
+from actrec.files.atomic import read_json_lines, write_text_atomic
 from actrec.progress import Progress
 
 

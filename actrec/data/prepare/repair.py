@@ -16,12 +16,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from actrec.atomic import commit_temporary, temporary_path
 from actrec.data.format.integrity import ShardProblem, file_sha256, shard_problems
 from actrec.data.format.manifest import MANIFEST_FILE
 from actrec.data.prepare.encode_video import PrepareSettings, VideoTask
 from actrec.data.prepare.executors.local import encode_in_order
 from actrec.errors import DatasetError
+from actrec.files.atomic import commit_temporary, temporary_path
 from actrec.progress import NullProgress, Progress
 
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from actrec.atomic import commit_temporary, temporary_path
 from actrec.data.format.shards import framed_size, shard_file_name
 from actrec.data.prepare.encode_video import VideoResult
+from actrec.files.atomic import commit_temporary, temporary_path
 
 
 class ShardWriter:

@@ -9,13 +9,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from actrec.atomic import append_line_durably, read_json_lines
 from actrec.data.format.shards import shard_file_name
 from actrec.data.prepare.encode_video import PrepareSettings, VideoResult, VideoTask
 from actrec.data.prepare.executors.registry import Executor
 from actrec.data.prepare.plan import PARTIAL_DIR, STATE_FILE
 from actrec.data.prepare.shard_writer import ShardWriter, video_row
 from actrec.data.sources.base import VideoEntry
+from actrec.files.atomic import append_line_durably, read_json_lines
 from actrec.progress import Progress
 
 

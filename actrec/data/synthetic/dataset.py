@@ -40,7 +40,6 @@ from pathlib import Path
 
 import numpy as np
 
-from actrec.atomic import write_text_atomic
 from actrec.data.synthetic.config import (
     CONFIG_FILE_NAME,
     INCOMPLETE_FILE_NAME,
@@ -54,6 +53,7 @@ from actrec.data.synthetic.config import (
 from actrec.data.synthetic.render import render_clip
 from actrec.data.synthetic.video_writer import write_video
 from actrec.errors import DatasetError, OutputError
+from actrec.files.atomic import write_text_atomic
 from actrec.progress import NullProgress, Progress
 
 __all__ = [

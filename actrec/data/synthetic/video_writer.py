@@ -11,15 +11,15 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from actrec.atomic import commit_temporary
 from actrec.errors import ActrecError
+from actrec.files.atomic import commit_temporary
 
 FOURCC_BY_EXTENSION = {".avi": "MJPG", ".mp4": "mp4v"}
 
 
 def _temporary_video_path(path: Path) -> Path:
     """A hidden name beside `path` that keeps its extension: OpenCV picks the container
-    from it, so actrec.atomic.temporary_path (which ends in .tmp) cannot be used."""
+    from it, so actrec.files.atomic.temporary_path (which ends in .tmp) cannot be used."""
     return path.with_name(f".{path.stem}.partial-{os.getpid()}{path.suffix}")
 
 

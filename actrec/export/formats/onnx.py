@@ -8,7 +8,7 @@ Written by tf2onnx from the same function the TFLite model is converted from (Ke
 named states are functions over the models, which tf2onnx converts directly), checked in
 ONNX Runtime against the in-process model (within 1e-4). Needs the `actrec[onnx]` extra
 (tf2onnx, onnx, onnxruntime). `--quantize int8`: ONNX Runtime's static QDQ quantisation
-(actrec.export.onnx_int8), calibrated on request.calibration, its accuracy gated.
+(actrec.export.quantization.onnx_int8), calibrated on request.calibration, its accuracy gated.
 """
 
 from __future__ import annotations
@@ -228,7 +228,7 @@ class OnnxFormat(ExportFormat):
             raise _missing_extra("--format onnx (tf2onnx, onnxruntime)") from None
 
     def write(self, request: ExportRequest, folder: Path) -> WrittenModel:
-        from actrec.atomic import write_bytes_atomic
+        from actrec.files.atomic import write_bytes_atomic
 
         opset = request.options.get("opset") or DEFAULT_OPSET
         function, signature, state_shapes = model_function(request, None)
@@ -244,7 +244,7 @@ class OnnxFormat(ExportFormat):
         model = converted(exported, signature, opset)
         metadata["quantize"] = request.quantize
         if request.quantize == "int8":
-            from actrec.export.onnx_int8 import quantized_int8
+            from actrec.export.quantization.onnx_int8 import quantized_int8
 
             model = quantized_int8(model, request.calibration)
         write_bytes_atomic(folder / ONNX_FILE, model)
@@ -280,7 +280,7 @@ class OnnxFormat(ExportFormat):
         ]
 
     def check_untrusted(self, model_dir: Path, metadata: dict) -> None:
-        from actrec.export.onnx_checks import check_onnx_file
+        from actrec.export.trust.onnx_checks import check_onnx_file
 
         check_onnx_file(model_dir / ONNX_FILE)
 

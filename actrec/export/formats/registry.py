@@ -57,7 +57,7 @@ class ExportRequest:
     options: the format's own options given, by name (ExportFormat.options: e.g. onnx's
         "opset").
     calibration: int8: the clips its activations are calibrated on
-        (actrec.export.calibration.ClipSet).
+        (actrec.export.quantization.calibration.ClipSet).
     integer_io: int8 with integer input and output (ExportFormat.integer_io formats).
     """
 
@@ -90,7 +90,7 @@ class WrittenModel:
     Python process running the model card's code (False: reloaded in the exporting process,
     as for the formats that load without actrec's code). run: the written model on ready
     clips (inputs by name -> outputs by name, numpy), for the accuracy gate of a quantised
-    model (actrec.export.accuracy_gate); None where the format does not give it."""
+    model (actrec.export.quantization.accuracy_gate); None where the format does not give it."""
 
     difference: float
     tolerance: float | None

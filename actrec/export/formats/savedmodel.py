@@ -68,7 +68,7 @@ def loaded_signature(model_dir: Path):
     loaded object that keeps its variables alive."""
     import tensorflow as tf
 
-    from actrec.export.model_reading import reading_model
+    from actrec.export.trust.model_reading import reading_model
 
     with reading_model(model_dir):
         loaded = tf.saved_model.load(str(model_dir))
@@ -84,14 +84,14 @@ class SavedModelClip:
     """The clip SavedModel of an export folder, ready: probabilities of uint8 videos.
     trusted: loaded by TensorFlow (`tf.saved_model.load`, which runs saved_model.pb's code);
     otherwise its serving function is rebuilt by actrec from the folder's recipes and its
-    variables read as data (actrec.export.savedmodel_rebuild)."""
+    variables read as data (actrec.export.trust.savedmodel_rebuild)."""
 
     def __init__(self, model_dir: Path, metadata: dict, trusted: bool = False):
         self.input_names = tuple(metadata["inputs"])
         if trusted:
             self.signature, self._loaded = loaded_signature(model_dir)
         else:
-            from actrec.export.savedmodel_rebuild import rebuilt_clip_function
+            from actrec.export.trust.savedmodel_rebuild import rebuilt_clip_function
 
             self.signature, self._loaded = rebuilt_clip_function(model_dir, metadata)
 
@@ -162,7 +162,7 @@ class SavedModelFormat(ExportFormat):
         ]
 
     def check_untrusted(self, model_dir: Path, metadata: dict) -> None:
-        from actrec.export.savedmodel_ops import check_savedmodel_ops
+        from actrec.export.trust.savedmodel_ops import check_savedmodel_ops
 
         check_savedmodel_ops(model_dir)
 
@@ -173,7 +173,7 @@ class SavedModelFormat(ExportFormat):
         import tensorflow as tf
 
         if not trusted:
-            from actrec.export.savedmodel_rebuild import rebuilt_step_function
+            from actrec.export.trust.savedmodel_rebuild import rebuilt_step_function
 
             return rebuilt_step_function(model_dir, metadata)
         signature, loaded = loaded_signature(model_dir)
@@ -193,9 +193,9 @@ class SavedModelFormat(ExportFormat):
         import tensorflow as tf
 
         from actrec.export.metadata import load_export_recipe
-        from actrec.export.model_reading import error_detail, reading_model
         from actrec.export.saved_variables import EXPORT_VARIABLES, export_variables
-        from actrec.export.savedmodel_rebuild import checked_variable_files
+        from actrec.export.trust.model_reading import error_detail, reading_model
+        from actrec.export.trust.savedmodel_rebuild import checked_variable_files
         from actrec.models.factory import build_model
         from actrec.runs.trained import without_pretrained_weights
 

@@ -1,16 +1,15 @@
 """`--format tflite [--quantize none|float16|dynamic|int8]`: model.tflite for phones and small
 devices, in actrec.export.ready_clips' layout at batch 1 (normalisation inside, sampling and
 crop outside), clip models (one stream or fused) and the online TSM's streaming step alike.
-Written by TensorFlow's converter (actrec.export.tflite), checked against the in-process
+Written by TensorFlow's converter (actrec.export.tflite_flatbuffers), checked against the in-process
 model (float32 within 1e-4; a quantised model's difference is reported, its accuracy gated:
-actrec.export.accuracy_gate), run by LiteRT where it is installed, else by TensorFlow's
+actrec.export.quantization.accuracy_gate), run by LiteRT where it is installed, else by TensorFlow's
 interpreter. int8 is full-integer, calibrated on request.calibration."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from actrec.atomic import write_bytes_atomic
 from actrec.errors import ActrecError
 from actrec.export.formats.registry import (
     ExportFormat,
@@ -26,7 +25,7 @@ from actrec.export.ready_clips import (
     probe_difference,
     ready_clip_entries,
 )
-from actrec.export.tflite import (
+from actrec.export.tflite_flatbuffers import (
     FLOAT_TOLERANCE,
     INTERPRETERS,
     QUANTIZATIONS,
@@ -34,6 +33,7 @@ from actrec.export.tflite import (
     TfliteRunner,
     states_changing_scale,
 )
+from actrec.files.atomic import write_bytes_atomic
 
 BATCH = 1
 
@@ -74,12 +74,12 @@ class TfliteFormat(ExportFormat):
     )
 
     def write(self, request: ExportRequest, folder: Path) -> WrittenModel:
-        from actrec.export.tflite import converted
+        from actrec.export.tflite_flatbuffers import converted
 
         function, signature, state_shapes = model_function(request, BATCH)
         representative = None
         if request.quantize == "int8":
-            from actrec.export.calibration import representative_inputs
+            from actrec.export.quantization.calibration import representative_inputs
 
             names = [spec.name for spec in signature]
             representative = representative_inputs(request.calibration, names)
@@ -137,7 +137,7 @@ class TfliteFormat(ExportFormat):
         ]
 
     def check_untrusted(self, model_dir: Path, metadata: dict) -> None:
-        from actrec.export.device_file_checks import check_tflite_file
+        from actrec.export.trust.tflite_checks import check_tflite_file
 
         check_tflite_file(model_dir / TFLITE_FILE)
 

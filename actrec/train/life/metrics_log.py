@@ -10,7 +10,7 @@ import json
 import time
 from pathlib import Path
 
-from actrec.atomic import append_line_durably, read_json_lines, write_text_atomic
+from actrec.files.atomic import append_line_durably, read_json_lines, write_text_atomic
 from actrec.runs.folder import METRICS_FILE, TENSORBOARD_DIR
 
 

@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from actrec.errors import UntrustedModelError
-from actrec.export.savedmodel_ops import TRUST_FLAG
+from actrec.export.trust.savedmodel_ops import TRUST_FLAG
 
 ONNX_DOMAIN = ""
 """The default operator set's domain (also spelt "ai.onnx")."""

@@ -41,7 +41,7 @@ def annotation_outputs(path: Path | str, timeline: bool) -> list[Path]:
 def check_annotation_output(path: Path | str, sources: tuple[str, ...], timeline: bool) -> None:
     """ConfigError / OutputError (one line naming OUT and the fix) when `--annotate OUT`
     cannot be written: a suffix OpenCV is not asked to write, several sources, a folder,
-    or a source video's own path. (A path through a file: actrec.folder_kinds.
+    or a source video's own path. (A path through a file: actrec.files.output_paths.
     refuse_a_file_on_the_way, which the command runs on annotation_outputs.)"""
     path = Path(path)
     suffix = path.suffix.lower()

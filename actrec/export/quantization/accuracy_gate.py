@@ -1,5 +1,5 @@
 """The accuracy gate of a quantised export: the float model and the quantised model on the
-same held-out clips (actrec.export.calibration), one clip at a time.
+same held-out clips (actrec.export.quantization.calibration), one clip at a time.
 
     float top-1, quantised top-1   the share of clips whose top class is the label (None
                                    where the clips have no labels of the model's classes)
@@ -28,7 +28,7 @@ import numpy as np
 
 from actrec.errors import ActrecError
 from actrec.evaluation.paired_difference import PairedDifference, paired_difference
-from actrec.export.calibration import ClipSet
+from actrec.export.quantization.calibration import ClipSet
 
 DEFAULT_MAX_DROP = 2.0
 """Points of top-1 a quantised export may lose before it is refused (`--max-drop`)."""

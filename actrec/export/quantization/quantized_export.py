@@ -1,5 +1,5 @@
 """What a quantised export needs besides its format: the data it is calibrated on (int8)
-and the accuracy gate every quantised clip model passes (actrec.export.accuracy_gate).
+and the accuracy gate every quantised clip model passes (actrec.export.quantization.accuracy_gate).
 
     checked_quantization(...)   before any work: the data folder, or ConfigError naming
                                 --calibration-data (int8 without data)
@@ -17,14 +17,14 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from actrec.errors import ConfigError
-from actrec.export.accuracy_gate import (
+from actrec.export.quantization.accuracy_gate import (
     DEFAULT_CONFIDENCE,
     DEFAULT_MAX_DROP,
     GateResult,
     check_gate,
     measured_gate,
 )
-from actrec.export.calibration import (
+from actrec.export.quantization.calibration import (
     CALIBRATION_SPLITS,
     DEFAULT_CALIBRATION_CLIPS,
     DEFAULT_GATE_CLIPS,
@@ -46,7 +46,7 @@ class QuantizationOptions:
     """calibration_clips: int8: training clips to calibrate on; calibration_data: a prepared
     folder to calibrate and gate on instead of the run's own; gate_clips: held-out clips of
     the gate; max_drop: top-1 points the gate allows; gate_confidence: the confidence at
-    which a loss beyond max_drop refuses the export (actrec.export.accuracy_gate);
+    which a loss beyond max_drop refuses the export (actrec.export.quantization.accuracy_gate);
     integer_io: int8 TFLite with uint8 input and int8 output."""
 
     calibration_clips: int = DEFAULT_CALIBRATION_CLIPS
@@ -85,8 +85,8 @@ def calibrated_request(request, data: Path, options: QuantizationOptions):
     if clips is None:
         raise ConfigError(f"{data} has no videos to calibrate on; give --calibration-data PREPARED")
     if request.streaming:
+        from actrec.export.quantization.streaming_step import stepped_calibration
         from actrec.export.ready_clips import model_function
-        from actrec.export.streaming_quantization import stepped_calibration
 
         function, signature, _ = model_function(request, None)
         clips = stepped_calibration(clips, function, signature)
@@ -96,13 +96,13 @@ def calibrated_request(request, data: Path, options: QuantizationOptions):
 def measured_request_gate(request, written, data: Path | None, options) -> GateResult | None:
     """The gate of the written quantised model (None where it cannot be measured: no
     held-out data, a format that gives no runner). A streaming step is gated on whole
-    clips, fed frame by frame (actrec.export.streaming_quantization)."""
-    from actrec.export.ready_clips import model_function
-    from actrec.export.streaming_quantization import (
+    clips, fed frame by frame (actrec.export.quantization.streaming_step)."""
+    from actrec.export.quantization.streaming_step import (
         clip_run_of_step,
         float_step_run,
         state_outputs_of,
     )
+    from actrec.export.ready_clips import model_function
 
     if request.quantize == "none" or data is None or written.run is None:
         return None
@@ -130,7 +130,8 @@ def quantization_entry(request, gate: GateResult | None, out_dir) -> dict | None
         "method": request.quantize,
         "integer_io": bool(request.integer_io),
         # int8 with float input and output keeps its matrix products (the classifier's)
-        # float32: actrec.export.tflite.FLOAT_OPS_OF_INT8, actrec.export.onnx_int8
+        # float32: actrec.export.tflite_flatbuffers.FLOAT_OPS_OF_INT8,
+        # actrec.export.quantization.onnx_int8
         "float_products": request.quantize == "int8" and not request.integer_io,
         "calibration": None if calibration is None else _calibration_entry(request),
         "gate": None if gate is None else gate.entry(),

@@ -2,16 +2,17 @@
 (QuantizeLinear / DequantizeLinear pairs around each quantised op, which ONNX Runtime's CPU
 provider fuses into integer kernels), per-channel int8 weights, uint8 activations whose
 ranges are calibrated (MinMax) on clips of the run's own training data
-(actrec.export.calibration). Input and output stay float32, and so do the matrix products
-(the classifier's, a per-channel frame normalisation's), as in the int8 TFLite
-(actrec.export.tflite.FLOAT_OPS_OF_INT8: int8 logits flip near-even top classes)."""
+(actrec.export.quantization.calibration). Input and output stay float32, and so do the
+matrix products (the classifier's, a per-channel frame normalisation's), as in the int8
+TFLite (actrec.export.tflite_flatbuffers.FLOAT_OPS_OF_INT8: int8 logits flip near-even top
+classes)."""
 
 from __future__ import annotations
 
 import tempfile
 from pathlib import Path
 
-from actrec.export.calibration import ClipSet
+from actrec.export.quantization.calibration import ClipSet
 
 
 class _ClipReader:

@@ -5,7 +5,7 @@ class: a swatch in the class's colour, the probability and the class name.
     frame BGR uint8 [H, W, 3] + top-k (class, probability) -> a new frame, same shape
 
 The text scales with the frame's height; the box is cut at the frame's edges. The class
-colours are those of the timeline strip (actrec.export.timeline_strip).
+colours are those of the timeline strip (actrec.predict.timeline_strip).
 """
 
 from __future__ import annotations

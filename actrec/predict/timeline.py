@@ -181,7 +181,7 @@ def video_timeline(
     top_k: int = 5,
     progress: Progress | None = None,
 ) -> Timeline:
-    """The Timeline of one video with `model` (actrec.export.predict.ExportedModel); a
+    """The Timeline of one video with `model` (actrec.predict.video_files.ExportedModel); a
     video that cannot be used gives a Timeline with `error` set."""
     progress = progress or NullProgress()
     path = Path(path)
@@ -296,8 +296,8 @@ def video_timelines(
 ) -> list[Timeline]:
     """One Timeline per video, in order (see video_timeline); ConfigError when the model
     folder or the window is not usable (before any video is read). options: the format's
-    runtime options and trust_model (actrec.export.predict.ExportedModel)."""
-    from actrec.export.predict import ExportedModel
+    runtime options and trust_model (actrec.predict.video_files.ExportedModel)."""
+    from actrec.predict.video_files import ExportedModel
 
     window_lengths(window_seconds, stride_seconds, 25.0, 1)  # checks the values first
     model = ExportedModel(model_dir, trust_model, **options)

@@ -1,5 +1,5 @@
 """What a TFLite file handed to `actrec predict` may hold, read as data before it is loaded
-(actrec.export.savedmodel_ops does this for SavedModels, actrec.export.onnx_checks for
+(actrec.export.trust.savedmodel_ops does this for SavedModels, actrec.export.trust.onnx_checks for
 ONNX files).
 
 - model.tflite: only LiteRT's builtin operators. A custom operator runs code the file does
@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from actrec.errors import UntrustedModelError
-from actrec.export.savedmodel_ops import TRUST_FLAG
+from actrec.export.trust.savedmodel_ops import TRUST_FLAG
 
 TFLITE_IDENTIFIER = b"TFL3"
 

@@ -25,7 +25,7 @@ import numpy as np
 from actrec.errors import ConfigError
 from actrec.export.formats.registry import format_of_export
 from actrec.export.metadata import read_export_metadata
-from actrec.export.model_reading import reading_model
+from actrec.export.trust.model_reading import reading_model
 
 
 @dataclass(frozen=True)
@@ -107,7 +107,7 @@ class StreamingModel:
         return outputs["logits"][0]
 
     def top_k(self, probabilities: np.ndarray, k: int) -> tuple[tuple[str, float], ...]:
-        from actrec.export.predict import top_k_pairs
+        from actrec.predict.video_files import top_k_pairs
 
         return top_k_pairs(probabilities, self.classes, k)
 

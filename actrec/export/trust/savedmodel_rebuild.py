@@ -13,7 +13,7 @@ with the reader's own code). For an export folder this is:
         N-1" (actrec.export.saved_variables), each of the shape and dtype of the rebuilt
         network's variable of that index, else refused
 
-`saved_model.pb` is not read here (actrec.export.savedmodel_ops checks it as data, for a
+`saved_model.pb` is not read here (actrec.export.trust.savedmodel_ops checks it as data, for a
 user who loads it with TensorFlow). An export actrec cannot rebuild (an older layout, a
 recipe of another version) is refused with the fix (`--trust-model`, or export again).
 """
@@ -28,10 +28,10 @@ from actrec.data.input.clip_spec import clip_spec
 from actrec.errors import UntrustedModelError
 from actrec.export.metadata import load_export_recipe
 from actrec.export.saved_variables import EXPORT_VARIABLES
-from actrec.export.savedmodel_ops import TRUST_FLAG
 from actrec.export.serving import build_serving_function, input_signature
 from actrec.export.streaming_export import build_streaming_serving, state_name
 from actrec.export.streams import ExportedStream
+from actrec.export.trust.savedmodel_ops import TRUST_FLAG
 from actrec.models.factory import build_model
 from actrec.models.streaming import streaming_state_shapes
 from actrec.runs.trained import without_pretrained_weights

@@ -1,6 +1,7 @@
 """What a folder given on the command line is, told by the names of the files it holds, and
 the refusals of a folder of the wrong kind: checks cheap enough to run before TensorFlow is
-imported, so that an argument mistake is answered at once (docs/architecture.md §1).
+imported, so that an argument mistake is answered at once (docs/architecture.md §1). The
+paths a command writes to are checked by actrec.files.output_paths.
 
     export     actrec.json     the --out of `actrec export`  (it also holds a recipe.yaml)
     run        run.json        the --workdir of `actrec train`, the --out of `pretrained convert`
@@ -19,7 +20,7 @@ from pathlib import Path
 
 from actrec.data.format.manifest import MANIFEST_FILE
 from actrec.data.sources.base import VIDEO_EXTENSIONS
-from actrec.errors import ConfigError, DatasetError, OutputError
+from actrec.errors import ConfigError, DatasetError
 from actrec.export.metadata import METADATA_FILE
 from actrec.runs.folder import RUN_FILE
 
@@ -154,36 +155,3 @@ def require_prepared(path: Path | str, option: str = "--data") -> None:
         "run": f"give {option} the prepared data it trained on (its {RUN_FILE} names it)",
     }.get(kind, f"{option} takes the --out folder of `actrec prepare`")
     raise DatasetError(f"{_subject(path, kind, 'prepared data', MANIFEST_FILE)}; {fix}")
-
-
-def refuse_a_file_on_the_way(path: Path | str, option: str) -> None:
-    """OutputError when `path`, an output folder to create, or one of its parents is a file:
-    the folders missing on the way are created once every check has passed
-    (create_parents), so the only path that cannot be written is one through a file."""
-    path = Path(path)
-    for folder in (path, *path.parents):
-        if folder.exists():
-            if not folder.is_dir():
-                where = "is a file" if folder == path else f"is a file, not a folder ({path})"
-                raise OutputError(f"{folder} {where}; give another {option}")
-            return
-
-
-def create_parents(path: Path | str) -> list[Path]:
-    """Creates the missing parent folders of `path` and returns those created, outermost
-    first (for remove_created_parents when what follows fails)."""
-    missing = [folder for folder in Path(path).parents if not folder.exists()]
-    missing.reverse()
-    for folder in missing:
-        folder.mkdir(exist_ok=True)
-    return missing
-
-
-def remove_created_parents(created: list[Path]) -> None:
-    """Removes the folders create_parents made, innermost first, where they are still
-    empty: a refused or failed command leaves nothing behind."""
-    for folder in reversed(created):
-        try:
-            folder.rmdir()
-        except OSError:
-            return

@@ -2,7 +2,7 @@
 
 `actrec predict` does not load an untrusted SavedModel with TensorFlow's loader: it rebuilds
 the serving function with actrec's own code and reads the variables as data
-(actrec.export.savedmodel_rebuild). The model card tells users to load the folder with
+(actrec.export.trust.savedmodel_rebuild). The model card tells users to load the folder with
 `tf.saved_model.load`, which runs the file's functions, so `check_savedmodel_ops` still
 refuses a `saved_model.pb` that would act if loaded. It reads the protocol buffer (no graph
 is built) and decides what runs by what the TF2 loader calls, never by names or labels the
@@ -26,8 +26,8 @@ file gives itself:
 
 Anything else is refused by name (UntrustedModelError) unless the user trusts the model's
 author (`--trust-model`). What is not checked: an op's inputs (a huge shape, a long loop:
-resource exhaustion); TFLite and ONNX files are checked by actrec.export.device_file_checks and
-actrec.export.onnx_checks.
+resource exhaustion); TFLite and ONNX files are checked by actrec.export.trust.tflite_checks and
+actrec.export.trust.onnx_checks.
 """
 
 from __future__ import annotations

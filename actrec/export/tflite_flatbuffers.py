@@ -49,8 +49,8 @@ def converted(
     tensors) over `models`' weights (frozen into it), quantised as asked.
 
     int8: `representative` (a callable yielding lists of inputs in signature order, batch
-    1: actrec.export.calibration) calibrates the activations' ranges; float32 in and out
-    (quantised inside), every op int8 but FLOAT_OPS_OF_INT8; integer_io: inputs of type
+    1: actrec.export.quantization.calibration) calibrates the activations' ranges; float32 in
+    and out (quantised inside), every op int8 but FLOAT_OPS_OF_INT8; integer_io: inputs of type
     `integer_input` (uint8: the 0-255 pixels as they are; int8: what a streaming step's
     states must be, to be fed back as they came out), int8 outputs and every op an int8
     builtin (a conversion error otherwise)."""

@@ -22,9 +22,9 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from actrec.atomic import write_bytes_atomic
-from actrec.export.annotation import FONT, class_colour
-from actrec.export.timeline import Timeline, covering_windows
+from actrec.files.atomic import write_bytes_atomic
+from actrec.predict.annotation import FONT, class_colour
+from actrec.predict.timeline import Timeline, covering_windows
 
 STRIP_WIDTH = 960
 BAND_HEIGHT = 40

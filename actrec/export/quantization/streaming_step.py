@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from actrec.export.calibration import ClipSet
+from actrec.export.quantization.calibration import ClipSet
 from actrec.export.streaming_export import FRAME_INPUT, LOGITS
 
 CLIP_INPUT = "frames"

@@ -1,5 +1,5 @@
 """Annotated videos (`actrec predict --annotate OUT`): each frame of the source with the
-prediction that covers it drawn on it (actrec.export.annotation), written by
+prediction that covers it drawn on it (actrec.predict.annotation), written by
 cv2.VideoWriter at the source's frame rate and size.
 
     whole video (predict VIDEO)   every frame: the video's top-k
@@ -9,7 +9,7 @@ cv2.VideoWriter at the source's frame rate and size.
                                   frame (built by the command from stream_predict)
 
 The video is written under a temporary name beside OUT and renamed when complete
-(actrec.atomic): OUT is never a half-written file. OUT's folder must exist.
+(actrec.files.atomic): OUT is never a half-written file. OUT's folder must exist.
 """
 
 from __future__ import annotations
@@ -21,12 +21,12 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from actrec.atomic import commit_temporary
 from actrec.data.format.video import iter_video_frames, probe_video
 from actrec.errors import OutputError
-from actrec.export.annotation import annotated_frame
-from actrec.export.annotation_output import ANNOTATION_CODECS
-from actrec.export.timeline import Timeline, covering_windows
+from actrec.files.atomic import commit_temporary
+from actrec.predict.annotation import annotated_frame
+from actrec.predict.annotation_output import ANNOTATION_CODECS
+from actrec.predict.timeline import Timeline, covering_windows
 from actrec.progress import NullProgress, Progress
 
 DEFAULT_FPS = 25.0

@@ -26,7 +26,7 @@ import numpy as np
 from actrec.errors import ConfigError, VideoReadError
 from actrec.export.formats.registry import format_of_export
 from actrec.export.metadata import read_export_metadata
-from actrec.export.model_reading import reading_model
+from actrec.export.trust.model_reading import reading_model
 from actrec.progress import NullProgress, Progress
 
 DEFAULT_TOP_K = 5
