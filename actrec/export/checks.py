@@ -8,10 +8,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from actrec.data.format.manifest import read_manifest
 from actrec.errors import ConfigError, OutputError
 from actrec.export.metadata import METADATA_FILE, PREPARATION_KEYS
 from actrec.export.metadata_schema import check_class_names
 from actrec.runs.folder import RUN_FILE
+from actrec.runs.trained import resolve_data_dir
 
 CLASSES_FIX = (
     "`actrec predict` would refuse an export of it: give run.json the class names of the "
@@ -87,8 +89,6 @@ def _preparation_settings(run, data_dir: Path | None) -> dict:
     """The preparation settings of the data `run` trained on (its manifest's)."""
     if run.prepare_settings:
         return dict(run.prepare_settings)
-    from actrec.data.format.manifest import read_manifest
-    from actrec.runs.trained import resolve_data_dir
 
     settings = read_manifest(resolve_data_dir(run, data_dir)).get("settings", {})
     return dict(settings) if isinstance(settings, dict) else {}
@@ -96,6 +96,7 @@ def _preparation_settings(run, data_dir: Path | None) -> dict:
 
 def export_preparation(runs: list, data_dir: Path | None) -> dict:
     """What `actrec predict` must reproduce: frame size, fps, JPEG quality, flow method."""
+    # OpenCV: lazily, the CLI imports these checks before its argument checks
     from actrec.data.prepare.encode_video import PrepareSettings
 
     defaults = PrepareSettings().to_dict()

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from actrec import __version__
 from actrec.config.confined_files import check_links_stay_inside
+from actrec.config.files import load_folder_recipe
 from actrec.errors import ConfigError
 from actrec.export.metadata_schema import check_export_metadata
 
@@ -135,6 +136,4 @@ def load_export_recipe(model_dir: Path | str, recipe_file: str) -> Recipe:
     """The recipe `recipe_file` (a name actrec.json gives) of the export in `model_dir`: the
     file and what its `extends` names inside the folder, or built-in
     (actrec.config.files.load_folder_recipe); ConfigError naming the file otherwise."""
-    from actrec.config.files import load_folder_recipe
-
     return load_folder_recipe(model_dir, recipe_file, EXPORT_AGAIN)

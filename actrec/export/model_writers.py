@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from actrec.export.fresh_process import outputs_in_fresh_process
+from actrec.export.parity import scaled_difference
 from actrec.export.saved_variables import export_module
 from actrec.export.streams import ExportedStream
 
@@ -37,8 +39,6 @@ def _probe_inputs(streams: Sequence[ExportedStream]) -> dict:
 
 def max_difference(expected, reloaded) -> float:
     """actrec.export.parity.scaled_difference: the reload check's measure."""
-    from actrec.export.parity import scaled_difference
-
     return scaled_difference(expected, reloaded)
 
 
@@ -57,6 +57,7 @@ def write_savedmodel(
     """
     import tensorflow as tf
 
+    # OpenCV (the serving crops): lazily, the CLI reads the format registry before TensorFlow
     from actrec.export.serving import build_serving_function, input_signature
 
     module = export_module("actrec_export", [stream.model for stream in streams])
@@ -94,7 +95,7 @@ def write_keras(
     import numpy as np
     from keras import ops
 
-    from actrec.export.fresh_process import outputs_in_fresh_process
+    # Keras: lazily, the CLI reads the format registry before TensorFlow
     from actrec.models.keras_file import load_segment_model
 
     rng = np.random.default_rng(0)
@@ -108,6 +109,7 @@ def write_keras(
         for s in [stream.spec]
     }
     if len(streams) == 2:
+        # Keras: lazily, the CLI reads the format registry before TensorFlow
         from actrec.models.fusion import build_two_stream_model
 
         model = build_two_stream_model(streams[0].model, streams[1].model, weights, average=average)

@@ -21,7 +21,15 @@ from pathlib import Path
 
 import numpy as np
 
+from actrec.export.metadata import load_export_recipe
 from actrec.export.parity import scaled_difference
+from actrec.export.streaming_export import (
+    FRAME_INPUT,
+    state_name,
+    state_signature,
+    step_with_named_outputs,
+    streaming_metadata,
+)
 from actrec.export.streams import INPUT_OF_MODALITY, ExportedStream
 
 PROBE_BATCH = 2
@@ -34,6 +42,7 @@ def clip_function(streams: Sequence[ExportedStream], fusion_weights, fusion_aver
 
     fusion = None
     if len(streams) == 2:
+        # Keras: lazily, the CLI reads the format registry before TensorFlow
         from actrec.models.fusion import WeightedScoreFusion
 
         fusion = WeightedScoreFusion(fusion_weights, fusion_average, dtype="float32")
@@ -62,12 +71,6 @@ def streaming_function(stream: ExportedStream, state_shapes: dict, batch):
     """(function, input signature) of the online TSM's step on a cropped frame."""
     import tensorflow as tf
 
-    from actrec.export.streaming_export import (
-        FRAME_INPUT,
-        state_signature,
-        step_with_named_outputs,
-    )
-
     crop = stream.spec.crop_size
     signature = [tf.TensorSpec([batch, crop, crop, 3], tf.float32, name=FRAME_INPUT)]
     step = step_with_named_outputs(stream.model, state_shapes)
@@ -77,6 +80,7 @@ def streaming_function(stream: ExportedStream, state_shapes: dict, batch):
 def model_function(request, batch) -> tuple[Callable, list, dict | None]:
     """(function, signature, state shapes or None) of what `request` exports."""
     if request.streaming:
+        # Keras: lazily, the CLI reads the format registry before TensorFlow
         from actrec.models.streaming import streaming_state_shapes
 
         state_shapes = streaming_state_shapes(request.streams[0].model)
@@ -126,8 +130,6 @@ def _layout(stream: ExportedStream) -> str:
 
 def ready_clip_metadata(streams: Sequence[ExportedStream], state_shapes, batch) -> dict:
     """actrec.json's "inputs" and "outputs" of a ready-clip model (batch `batch`, None: "N")."""
-    from actrec.export.streaming_export import FRAME_INPUT, state_name
-
     size = "N" if batch is None else batch
     if state_shapes is not None:
         crop = streams[0].spec.crop_size
@@ -180,8 +182,6 @@ def ready_clip_entries(request, state_shapes, batch) -> dict:
     ready-clip model of batch `batch`."""
     entries = ready_clip_metadata(request.streams, state_shapes, batch)
     if request.streaming:
-        from actrec.export.streaming_export import streaming_metadata
-
         stream = request.streams[0]
         entries["streaming"] = streaming_metadata(stream, state_shapes, stream.run)["streaming"]
     return entries
@@ -190,8 +190,8 @@ def ready_clip_entries(request, state_shapes, batch) -> dict:
 def exported_clip_specs(model_dir: Path, metadata: dict) -> list:
     """The evaluation ClipSpec of each stream of an export, in stream order, from the
     recipes beside the model (what a ready-clip model's inputs are sampled and cropped by)."""
+    # OpenCV: lazily, the CLI reads the format registry before TensorFlow
     from actrec.data.input.clip_spec import clip_spec
-    from actrec.export.metadata import load_export_recipe
 
     return [
         clip_spec(load_export_recipe(model_dir, stream["recipe_file"]), training=False)
@@ -212,6 +212,7 @@ class ReadyClipModel:
         """[N, K] of uint8 videos by name ("frames" [N, F, H, W, 3], "flow" [N, F-1, ...])."""
         import tensorflow as tf
 
+        # OpenCV: lazily, the CLI reads the format registry before TensorFlow
         from actrec.export.serving import clips_from_flow, clips_from_frames
 
         rows = []
@@ -238,6 +239,7 @@ class ReadyFrameStep:
         """frame uint8 [1, H, W, 3]; states float32 by name."""
         import tensorflow as tf
 
+        # OpenCV: lazily, the CLI reads the format registry before TensorFlow
         from actrec.data.input.clips import evaluation_crop
 
         crop = evaluation_crop(tf.cast(frame, tf.float32), self.spec).numpy()

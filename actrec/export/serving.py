@@ -20,16 +20,14 @@ same for all of them.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from actrec.data.format import shards
 from actrec.data.input import sampling
 from actrec.data.input.clips import evaluation_crop, stack_flow_frames
 from actrec.errors import ConfigError
 from actrec.export.streams import INPUT_OF_MODALITY, ExportedStream
-
-if TYPE_CHECKING:
-    pass
+from actrec.models.fusion import WeightedScoreFusion
+from actrec.models.score_fusion import TSN_STREAM_WEIGHTS
 
 FRAMES_INPUT = INPUT_OF_MODALITY["rgb"]
 FLOW_INPUT = INPUT_OF_MODALITY["flow"]
@@ -163,9 +161,6 @@ def build_serving_function(
     k = min(top_k, len(classes))
     fusion = None
     if len(streams) == 2:
-        from actrec.models.fusion import WeightedScoreFusion
-        from actrec.models.score_fusion import TSN_STREAM_WEIGHTS
-
         weights = TSN_STREAM_WEIGHTS if fusion_weights is None else fusion_weights
         fusion = WeightedScoreFusion(weights, fusion_average, dtype="float32", name="fusion")
     class_names = tf.constant(list(classes), tf.string)  # [K]

@@ -20,8 +20,11 @@ from __future__ import annotations
 import statistics
 from pathlib import Path
 
+from actrec.data.format.manifest import read_manifest
 from actrec.errors import ConfigError
+from actrec.export.model_writers import SIGNATURE_NAME
 from actrec.export.parity import scaled_difference
+from actrec.export.saved_variables import export_module
 
 FRAME_INPUT = "frame"
 LOGITS = "logits"
@@ -54,8 +57,6 @@ def frames_per_step(run) -> int | None:
     """Source frames between two streamed frames that matches training: the median
     training video's frames over num_segments (TSN sampling spreads the segments over the
     video); None when the prepared data is not there to say."""
-    from actrec.data.format.manifest import read_manifest
-
     data_dir = run.data_dir
     if data_dir is None or not Path(data_dir).is_dir():
         return None
@@ -74,6 +75,7 @@ def step_with_named_outputs(model, state_shapes: dict):
     3], state tensors in state_shapes' order) -> {logits, probabilities, state_00, ...}."""
     import tensorflow as tf
 
+    # Keras: lazily, the CLI reads the format registry before TensorFlow
     from actrec.models.streaming import streaming_step
 
     step = streaming_step(model)
@@ -104,6 +106,7 @@ def build_streaming_serving(model, spec, state_shapes: dict):
     """(serving function, input signature) of the stateless step (see the module)."""
     import tensorflow as tf
 
+    # OpenCV: lazily, the CLI reads the format registry before TensorFlow
     from actrec.data.input.clips import evaluation_crop
 
     named_step = step_with_named_outputs(model, state_shapes)
@@ -123,8 +126,7 @@ def write_streaming_savedmodel(stream, folder: Path) -> tuple[float, dict]:
     import numpy as np
     import tensorflow as tf
 
-    from actrec.export.model_writers import SIGNATURE_NAME
-    from actrec.export.saved_variables import export_module
+    # Keras: lazily, the CLI reads the format registry before TensorFlow
     from actrec.models.streaming import streaming_state_shapes
 
     model = stream.model

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from actrec.data.input.clip_spec import clip_spec
 from actrec.errors import ActrecError
 from actrec.export.checks import check_out_dir, checked_options, export_preparation, ordered_runs
 from actrec.export.formats.registry import DEFAULT_FORMAT, ExportRequest, export_format
@@ -43,9 +44,13 @@ from actrec.export.quantization.quantized_export import (
     measured_request_gate,
     quantization_entry,
 )
+from actrec.export.streaming_export import check_streamable
 from actrec.export.streams import ExportedStream
 from actrec.files.atomic import fsync_directory, fsync_file, write_json_atomic, write_text_atomic
+from actrec.models.score_fusion import check_average
 from actrec.progress import NullProgress, Progress
+from actrec.runs.folder import RECIPE_FILE
+from actrec.runs.trained import build_trained_model, load_trained_run
 
 DEFAULT_TOP_K = 5
 WRITE_FIX = (
@@ -104,8 +109,6 @@ def _write_beside(folder: Path, name: str, streams, metadata: dict) -> None:
     write_text_atomic(folder / CLASSES_FILE, "".join(f"{name}\n" for name in metadata["classes"]))
     two_stream = len(streams) == 2
     for stream in streams:
-        from actrec.runs.folder import RECIPE_FILE
-
         text = (stream.run.run_dir / RECIPE_FILE).read_text(encoding="utf-8")
         write_text_atomic(folder / recipe_file_name(stream.modality, two_stream), text)
     write_text_atomic(folder / MODEL_CARD_FILE, model_card(name, streams, metadata))
@@ -153,10 +156,6 @@ def export_runs(
     out_dir, ActrecError when the reloaded export does not reproduce the model; nothing is
     left at out_dir then.
     """
-    from actrec.data.input.clip_spec import clip_spec
-    from actrec.models.score_fusion import check_average
-    from actrec.runs.trained import build_trained_model, load_trained_run
-
     started = time.monotonic()
     progress = progress or NullProgress()
     quantization = quantization or QuantizationOptions()
@@ -168,8 +167,6 @@ def export_runs(
     check_out_dir(out_dir, overwrite)
     runs = ordered_runs([load_trained_run(path, checkpoint) for path in run_dirs])
     if streaming:
-        from actrec.export.streaming_export import check_streamable
-
         check_streamable(runs)
     streams = [ExportedStream(clip_spec(run.recipe, training=False), run=run) for run in runs]
     classes = runs[0].classes

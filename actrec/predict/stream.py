@@ -22,10 +22,13 @@ from pathlib import Path
 
 import numpy as np
 
+from actrec.data.format.frame_encoding import jpeg_bytes
+from actrec.data.format.video import FrameSize, iter_video_frames, probe_video, resize_frame
 from actrec.errors import ConfigError
 from actrec.export.formats.registry import format_of_export
 from actrec.export.metadata import read_export_metadata
 from actrec.export.trust.model_reading import reading_model
+from actrec.predict.video_files import top_k_pairs
 
 
 @dataclass(frozen=True)
@@ -107,8 +110,6 @@ class StreamingModel:
         return outputs["logits"][0]
 
     def top_k(self, probabilities: np.ndarray, k: int) -> tuple[tuple[str, float], ...]:
-        from actrec.predict.video_files import top_k_pairs
-
         return top_k_pairs(probabilities, self.classes, k)
 
 
@@ -121,8 +122,6 @@ def source_frames(source: str, fps: float | None) -> tuple[Iterator, float]:
     of a video file (resampled to `fps` as prepare does), a camera index or a stream URL.
     ConfigError when the source cannot be opened."""
     import cv2
-
-    from actrec.data.format.video import iter_video_frames, probe_video
 
     camera = _camera_index(source)
     if camera is None and "://" not in source:  # a file
@@ -186,9 +185,6 @@ def streamed_frames(
     frame (default: the export's frames_per_step, else 1). smooth: steps averaged
     (default: the model's num_segments)."""
     import tensorflow as tf
-
-    from actrec.data.format.frame_encoding import jpeg_bytes
-    from actrec.data.format.video import FrameSize, resize_frame
 
     every = every or model.streaming.get("frames_per_step") or 1
     smooth = smooth or model.streaming["num_segments"]

@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from actrec.errors import ConfigError, VideoReadError
+from actrec.predict.video_files import ExportedModel
 from actrec.progress import NullProgress, Progress
 
 DEFAULT_WINDOW_SECONDS = 2.0
@@ -149,6 +150,7 @@ def _decoded(jpeg: bytes, channels: int) -> np.ndarray:
 def _frame_rate(model, path: Path) -> float:
     """The frame rate the video is prepared at: the export's (--fps of prepare), else the
     video's own."""
+    # OpenCV: lazily, the CLI reads DEFAULT_WINDOW_SECONDS before its checks
     from actrec.data.format.video import probe_video
 
     if model.settings.fps:
@@ -165,6 +167,7 @@ def _frame_rate(model, path: Path) -> float:
 
 def _expected_frames(path: Path, fps: float) -> int | None:
     """The prepared frame count the container declares (None when unknown), for progress."""
+    # OpenCV: lazily, the CLI reads DEFAULT_WINDOW_SECONDS before its checks
     from actrec.data.format.video import probe_video
 
     info = probe_video(path)
@@ -221,6 +224,7 @@ def video_timeline(
 
 def _window_inputs(model, path: Path, window: int, stride: int) -> Iterator[tuple[int, int, dict]]:
     """(start frame, end frame, signature inputs [1, ...]) of each window, as frames arrive."""
+    # OpenCV: lazily, the CLI reads DEFAULT_WINDOW_SECONDS before its checks
     from actrec.data.format.flow import create_flow_estimator
     from actrec.data.format.frame_encoding import iter_frame_jpegs
     from actrec.data.format.video import FrameSize
@@ -297,8 +301,6 @@ def video_timelines(
     """One Timeline per video, in order (see video_timeline); ConfigError when the model
     folder or the window is not usable (before any video is read). options: the format's
     runtime options and trust_model (actrec.predict.video_files.ExportedModel)."""
-    from actrec.predict.video_files import ExportedModel
-
     window_lengths(window_seconds, stride_seconds, 25.0, 1)  # checks the values first
     model = ExportedModel(model_dir, trust_model, **options)
     return [

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from actrec.data.format.records import decode_video
 from actrec.errors import ConfigError, VideoReadError
 from actrec.export.formats.registry import format_of_export
 from actrec.export.metadata import read_export_metadata
@@ -68,8 +69,6 @@ def record_inputs(video_records: Sequence[bytes], with_rgb: bool = True, with_fl
     """Every frame of one prepared video (its records, header first), decoded: {"frames":
     uint8 [F, H, W, 3], "flow": uint8 [F-1, H, W, 2] (quantised, 128 = no motion)} (the
     keys asked for)."""
-    from actrec.data.format.records import decode_video
-
     return decode_video(video_records, with_rgb, with_flow)
 
 
@@ -81,6 +80,7 @@ class ExportedModel:
     `trust_model`."""
 
     def __init__(self, model_dir: Path | str, trust_model: bool = False, **options):
+        # OpenCV: lazily, actrec.predict.timeline (read by the CLI before its checks) imports this
         from actrec.data.format.flow import available_flow_methods
         from actrec.data.prepare.encode_video import PrepareSettings
 
@@ -125,6 +125,7 @@ class ExportedModel:
     def video_inputs(self, path: Path | str) -> dict:
         """The signature inputs of one video (batch of 1); VideoReadError when it cannot
         be used."""
+        # OpenCV: lazily, actrec.predict.timeline (read by the CLI before its checks) imports this
         from actrec.data.prepare.encode_video import VideoTask, encode_video
 
         path = Path(path)

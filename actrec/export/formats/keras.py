@@ -123,6 +123,7 @@ class KerasFormat(ExportFormat):
             )
 
     def source_model(self, model_dir: Path, metadata: dict, stream_index: int, num_classes: int):
+        # Keras: lazily, the CLI reads the format registry before TensorFlow
         from actrec.models.keras_file import load_segment_model
 
         return load_segment_model(model_dir / KERAS_MODEL_FILE)

@@ -23,6 +23,7 @@ from actrec.export.formats.registry import (
     WrittenModel,
     predict_usage_lines,
 )
+from actrec.export.quantization.onnx_int8 import quantized_int8
 from actrec.export.ready_clips import (
     ReadyClipModel,
     ReadyFrameStep,
@@ -30,6 +31,8 @@ from actrec.export.ready_clips import (
     probe_difference,
     ready_clip_entries,
 )
+from actrec.export.trust.onnx_checks import check_onnx_file
+from actrec.files.atomic import write_bytes_atomic
 
 ONNX_FILE = "model.onnx"
 DEFAULT_OPSET = 17
@@ -228,8 +231,6 @@ class OnnxFormat(ExportFormat):
             raise _missing_extra("--format onnx (tf2onnx, onnxruntime)") from None
 
     def write(self, request: ExportRequest, folder: Path) -> WrittenModel:
-        from actrec.files.atomic import write_bytes_atomic
-
         opset = request.options.get("opset") or DEFAULT_OPSET
         function, signature, state_shapes = model_function(request, None)
         metadata = {
@@ -244,8 +245,6 @@ class OnnxFormat(ExportFormat):
         model = converted(exported, signature, opset)
         metadata["quantize"] = request.quantize
         if request.quantize == "int8":
-            from actrec.export.quantization.onnx_int8 import quantized_int8
-
             model = quantized_int8(model, request.calibration)
         write_bytes_atomic(folder / ONNX_FILE, model)
         runner = OnnxRunner(model, "cpu")
@@ -280,8 +279,6 @@ class OnnxFormat(ExportFormat):
         ]
 
     def check_untrusted(self, model_dir: Path, metadata: dict) -> None:
-        from actrec.export.trust.onnx_checks import check_onnx_file
-
         check_onnx_file(model_dir / ONNX_FILE)
 
     def clip_model(self, model_dir: Path, metadata: dict, trusted: bool = False, **options):

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from actrec.errors import ConfigError
+from actrec.export import formats
 
 if TYPE_CHECKING:
     from actrec.export.streams import ExportedStream
@@ -264,8 +265,6 @@ def predict_usage_lines(metadata: dict, options: str = "") -> list[str]:
 
 def format_names() -> tuple[str, ...]:
     """Every registered format's name, the default first, the others alphabetically."""
-    from actrec.export import formats
-
     names = sorted(
         module.name
         for module in pkgutil.iter_modules(formats.__path__)

@@ -19,7 +19,14 @@ from actrec.export.formats.registry import (
     WrittenModel,
     predict_usage_lines,
 )
+from actrec.export.metadata import load_export_recipe
 from actrec.export.model_writers import SIGNATURE_NAME, write_savedmodel
+from actrec.export.saved_variables import EXPORT_VARIABLES, export_variables
+from actrec.export.streaming_export import streaming_metadata, write_streaming_savedmodel
+from actrec.export.trust.model_reading import error_detail, reading_model
+from actrec.export.trust.savedmodel_ops import check_savedmodel_ops
+from actrec.models.factory import build_model
+from actrec.runs.trained import without_pretrained_weights
 
 RELOAD_TOLERANCE = 1e-5
 
@@ -68,8 +75,6 @@ def loaded_signature(model_dir: Path):
     loaded object that keeps its variables alive."""
     import tensorflow as tf
 
-    from actrec.export.trust.model_reading import reading_model
-
     with reading_model(model_dir):
         loaded = tf.saved_model.load(str(model_dir))
     if SIGNATURE_NAME not in loaded.signatures:
@@ -91,6 +96,7 @@ class SavedModelClip:
         if trusted:
             self.signature, self._loaded = loaded_signature(model_dir)
         else:
+            # Keras: lazily, the CLI reads the format registry before TensorFlow
             from actrec.export.trust.savedmodel_rebuild import rebuilt_clip_function
 
             self.signature, self._loaded = rebuilt_clip_function(model_dir, metadata)
@@ -110,11 +116,6 @@ class SavedModelFormat(ExportFormat):
 
     def write(self, request: ExportRequest, folder: Path) -> WrittenModel:
         if request.streaming:
-            from actrec.export.streaming_export import (
-                streaming_metadata,
-                write_streaming_savedmodel,
-            )
-
             stream = request.streams[0]
             difference, state_shapes = write_streaming_savedmodel(stream, folder)
             entries = streaming_metadata(stream, state_shapes, stream.run)
@@ -162,8 +163,6 @@ class SavedModelFormat(ExportFormat):
         ]
 
     def check_untrusted(self, model_dir: Path, metadata: dict) -> None:
-        from actrec.export.trust.savedmodel_ops import check_savedmodel_ops
-
         check_savedmodel_ops(model_dir)
 
     def clip_model(self, model_dir: Path, metadata: dict, trusted: bool = False, **options):
@@ -173,6 +172,7 @@ class SavedModelFormat(ExportFormat):
         import tensorflow as tf
 
         if not trusted:
+            # Keras: lazily, the CLI reads the format registry before TensorFlow
             from actrec.export.trust.savedmodel_rebuild import rebuilt_step_function
 
             return rebuilt_step_function(model_dir, metadata)
@@ -192,12 +192,8 @@ class SavedModelFormat(ExportFormat):
         actrec.export.saved_variables; earlier exports tracked the models as `models`)."""
         import tensorflow as tf
 
-        from actrec.export.metadata import load_export_recipe
-        from actrec.export.saved_variables import EXPORT_VARIABLES, export_variables
-        from actrec.export.trust.model_reading import error_detail, reading_model
+        # Keras: lazily, the CLI reads the format registry before TensorFlow
         from actrec.export.trust.savedmodel_rebuild import checked_variable_files
-        from actrec.models.factory import build_model
-        from actrec.runs.trained import without_pretrained_weights
 
         fix = "start from the run it was exported from"
         models = []

@@ -18,6 +18,7 @@ from actrec.export.formats.registry import (
     WrittenModel,
     predict_usage_lines,
 )
+from actrec.export.quantization.calibration import representative_inputs
 from actrec.export.ready_clips import (
     ReadyClipModel,
     ReadyFrameStep,
@@ -31,8 +32,10 @@ from actrec.export.tflite_flatbuffers import (
     QUANTIZATIONS,
     TFLITE_FILE,
     TfliteRunner,
+    converted,
     states_changing_scale,
 )
+from actrec.export.trust.tflite_checks import check_tflite_file
 from actrec.files.atomic import write_bytes_atomic
 
 BATCH = 1
@@ -74,13 +77,9 @@ class TfliteFormat(ExportFormat):
     )
 
     def write(self, request: ExportRequest, folder: Path) -> WrittenModel:
-        from actrec.export.tflite_flatbuffers import converted
-
         function, signature, state_shapes = model_function(request, BATCH)
         representative = None
         if request.quantize == "int8":
-            from actrec.export.quantization.calibration import representative_inputs
-
             names = [spec.name for spec in signature]
             representative = representative_inputs(request.calibration, names)
         flatbuffer = converted(
@@ -137,8 +136,6 @@ class TfliteFormat(ExportFormat):
         ]
 
     def check_untrusted(self, model_dir: Path, metadata: dict) -> None:
-        from actrec.export.trust.tflite_checks import check_tflite_file
-
         check_tflite_file(model_dir / TFLITE_FILE)
 
     def clip_model(self, model_dir: Path, metadata: dict, trusted: bool = False, **options):

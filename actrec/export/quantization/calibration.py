@@ -20,7 +20,9 @@ from pathlib import Path
 
 import numpy as np
 
+from actrec.data.format.manifest import read_manifest, split_videos
 from actrec.errors import ConfigError, DatasetError
+from actrec.runs.trained import resolve_data_dir
 
 DEFAULT_CALIBRATION_CLIPS = 64
 DEFAULT_GATE_CLIPS = 64
@@ -53,8 +55,6 @@ class ClipSet:
 def quantization_data(runs: Sequence, data_dir: Path | None, calibration_data: Path | None):
     """The prepared folder to calibrate and gate on: `calibration_data` when given (checked
     to be one), else the one the runs trained on; None when neither is there."""
-    from actrec.runs.trained import resolve_data_dir
-
     if calibration_data is not None:
         calibration_data = Path(calibration_data)
         if not (calibration_data / "manifest.json").is_file():
@@ -83,7 +83,7 @@ def clip_set(
 ) -> ClipSet | None:
     """Up to `count` clips of the first of `splits` that `data_dir` holds videos of (None when
     it holds none); streams: the exported streams (their evaluation ClipSpecs, input names)."""
-    from actrec.data.format.manifest import read_manifest, split_videos
+    # OpenCV: lazily, the CLI reads --quantize's defaults here before TensorFlow
     from actrec.data.input.pipeline import build_dataset
 
     manifest = read_manifest(data_dir)

@@ -33,6 +33,13 @@ from actrec.export.quantization.calibration import (
     quantization_data,
     refuse_without_data,
 )
+from actrec.export.quantization.streaming_step import (
+    clip_run_of_step,
+    float_step_run,
+    state_outputs_of,
+    stepped_calibration,
+)
+from actrec.export.ready_clips import model_function
 
 RELOAD_MEASURE = (
     "reported only: a quantised model's outputs on random probes differ by its quantisation; "
@@ -85,9 +92,6 @@ def calibrated_request(request, data: Path, options: QuantizationOptions):
     if clips is None:
         raise ConfigError(f"{data} has no videos to calibrate on; give --calibration-data PREPARED")
     if request.streaming:
-        from actrec.export.quantization.streaming_step import stepped_calibration
-        from actrec.export.ready_clips import model_function
-
         function, signature, _ = model_function(request, None)
         clips = stepped_calibration(clips, function, signature)
     return replace(request, calibration=clips)
@@ -97,13 +101,6 @@ def measured_request_gate(request, written, data: Path | None, options) -> GateR
     """The gate of the written quantised model (None where it cannot be measured: no
     held-out data, a format that gives no runner). A streaming step is gated on whole
     clips, fed frame by frame (actrec.export.quantization.streaming_step)."""
-    from actrec.export.quantization.streaming_step import (
-        clip_run_of_step,
-        float_step_run,
-        state_outputs_of,
-    )
-    from actrec.export.ready_clips import model_function
-
     if request.quantize == "none" or data is None or written.run is None:
         return None
     splits = HELD_OUT_SPLITS if options.calibration_data is None else (*HELD_OUT_SPLITS, "train")
