@@ -1,7 +1,7 @@
 """Prints the ONNX operators (domain, op type) of every model actrec exports with
 --format onnx, for every registered backbone: `python tests/export/derive_onnx_ops.py
 [BACKBONE ...] [--opsets 13,18]` (minutes). Its output is
-actrec.export.onnx_ops.ONNX_OPS; tests/export/test_onnx_checks.py checks that the suite's
+actrec.export.trust.onnx_checks.ONNX_OPS; tests/export/test_onnx_checks.py checks that the suite's
 ONNX exports need no operator outside it.
 
 Each variant is converted as `actrec export --format onnx` converts it
