@@ -57,7 +57,7 @@ def write_savedmodel(
     """
     import tensorflow as tf
 
-    # OpenCV (the serving crops): lazily, the CLI reads the format registry before TensorFlow
+    # Keras, OpenCV: lazily, the CLI reads the format registry before TensorFlow
     from actrec.export.serving import build_serving_function, input_signature
 
     module = export_module("actrec_export", [stream.model for stream in streams])

@@ -212,7 +212,7 @@ class ReadyClipModel:
         """[N, K] of uint8 videos by name ("frames" [N, F, H, W, 3], "flow" [N, F-1, ...])."""
         import tensorflow as tf
 
-        # OpenCV: lazily, the CLI reads the format registry before TensorFlow
+        # Keras, OpenCV: lazily, the CLI reads the format registry before TensorFlow
         from actrec.export.serving import clips_from_flow, clips_from_frames
 
         rows = []

@@ -21,7 +21,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from actrec.data.input.clip_spec import clip_spec
 from actrec.errors import ActrecError
 from actrec.export.checks import check_out_dir, checked_options, export_preparation, ordered_runs
 from actrec.export.formats.registry import DEFAULT_FORMAT, ExportRequest, export_format
@@ -156,6 +155,9 @@ def export_runs(
     out_dir, ActrecError when the reloaded export does not reproduce the model; nothing is
     left at out_dir then.
     """
+    # OpenCV: lazily, `actrec export`'s argument refusals come before OpenCV
+    from actrec.data.input.clip_spec import clip_spec
+
     started = time.monotonic()
     progress = progress or NullProgress()
     quantization = quantization or QuantizationOptions()

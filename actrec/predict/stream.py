@@ -22,8 +22,6 @@ from pathlib import Path
 
 import numpy as np
 
-from actrec.data.format.frame_encoding import jpeg_bytes
-from actrec.data.format.video import FrameSize, iter_video_frames, probe_video, resize_frame
 from actrec.errors import ConfigError
 from actrec.export.formats.registry import format_of_export
 from actrec.export.metadata import read_export_metadata
@@ -123,6 +121,9 @@ def source_frames(source: str, fps: float | None) -> tuple[Iterator, float]:
     ConfigError when the source cannot be opened."""
     import cv2
 
+    # OpenCV: lazily, `actrec predict`'s argument refusals come before OpenCV
+    from actrec.data.format.video import iter_video_frames, probe_video
+
     camera = _camera_index(source)
     if camera is None and "://" not in source:  # a file
         path = Path(source)
@@ -185,6 +186,10 @@ def streamed_frames(
     frame (default: the export's frames_per_step, else 1). smooth: steps averaged
     (default: the model's num_segments)."""
     import tensorflow as tf
+
+    # OpenCV: lazily, `actrec predict`'s argument refusals come before OpenCV
+    from actrec.data.format.frame_encoding import jpeg_bytes
+    from actrec.data.format.video import FrameSize, resize_frame
 
     every = every or model.streaming.get("frames_per_step") or 1
     smooth = smooth or model.streaming["num_segments"]

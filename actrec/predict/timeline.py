@@ -150,7 +150,7 @@ def _decoded(jpeg: bytes, channels: int) -> np.ndarray:
 def _frame_rate(model, path: Path) -> float:
     """The frame rate the video is prepared at: the export's (--fps of prepare), else the
     video's own."""
-    # OpenCV: lazily, the CLI reads DEFAULT_WINDOW_SECONDS before its checks
+    # OpenCV: lazily, `actrec predict`'s argument refusals come before OpenCV
     from actrec.data.format.video import probe_video
 
     if model.settings.fps:
@@ -167,7 +167,7 @@ def _frame_rate(model, path: Path) -> float:
 
 def _expected_frames(path: Path, fps: float) -> int | None:
     """The prepared frame count the container declares (None when unknown), for progress."""
-    # OpenCV: lazily, the CLI reads DEFAULT_WINDOW_SECONDS before its checks
+    # OpenCV: lazily, `actrec predict`'s argument refusals come before OpenCV
     from actrec.data.format.video import probe_video
 
     info = probe_video(path)
@@ -224,7 +224,7 @@ def video_timeline(
 
 def _window_inputs(model, path: Path, window: int, stride: int) -> Iterator[tuple[int, int, dict]]:
     """(start frame, end frame, signature inputs [1, ...]) of each window, as frames arrive."""
-    # OpenCV: lazily, the CLI reads DEFAULT_WINDOW_SECONDS before its checks
+    # OpenCV: lazily, `actrec predict`'s argument refusals come before OpenCV
     from actrec.data.format.flow import create_flow_estimator
     from actrec.data.format.frame_encoding import iter_frame_jpegs
     from actrec.data.format.video import FrameSize

@@ -80,7 +80,7 @@ class ExportedModel:
     `trust_model`."""
 
     def __init__(self, model_dir: Path | str, trust_model: bool = False, **options):
-        # OpenCV: lazily, actrec.predict.timeline (read by the CLI before its checks) imports this
+        # OpenCV: lazily, `actrec predict`'s argument refusals come before OpenCV
         from actrec.data.format.flow import available_flow_methods
         from actrec.data.prepare.encode_video import PrepareSettings
 
@@ -125,7 +125,7 @@ class ExportedModel:
     def video_inputs(self, path: Path | str) -> dict:
         """The signature inputs of one video (batch of 1); VideoReadError when it cannot
         be used."""
-        # OpenCV: lazily, actrec.predict.timeline (read by the CLI before its checks) imports this
+        # OpenCV: lazily, `actrec predict`'s argument refusals come before OpenCV
         from actrec.data.prepare.encode_video import VideoTask, encode_video
 
         path = Path(path)
