@@ -78,6 +78,6 @@ def quantization_options(command):
 
 
 def quantization_settings(values: dict):
-    """actrec.export.quantization.quantized_export.QuantizationOptions of the options' values (popped from
-    `values`)."""
+    """actrec.export.quantization.quantized_export.QuantizationOptions of the options' values
+    (popped from `values`)."""
     return QuantizationOptions(**{name: values.pop(name) for name in QUANTIZATION_PARAMETERS})

@@ -6,6 +6,7 @@ import os
 import sys
 
 import click
+from actrec_cli.console import error_console
 
 from actrec import __version__
 from actrec.errors import ActrecError
@@ -20,7 +21,6 @@ class ActrecGroup(click.Group):
         try:
             return super().invoke(ctx)
         except ActrecError as error:
-            from actrec_cli.console import error_console
             from rich.markup import escape
 
             # escape: a message's own brackets (pip install "actrec[ray]") are not markup

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import keras
 import numpy as np
+from actrec.export.predict import record_inputs
 
 from actrec.data.format.manifest import read_manifest
 from actrec.data.input import sampling
 from actrec.data.input.clip_spec import clip_spec
 from actrec.data.prepare.encode_video import PrepareSettings, VideoTask, encode_video
-from actrec.export.predict import record_inputs
 from actrec.export.serving import clips_from_frames
 from actrec.models.segment_model import segment_backbone
 from actrec.runs.trained import build_trained_model, load_trained_run

@@ -178,8 +178,9 @@ def test_an_output_through_a_file_is_refused_before_tensorflow(folders):
 
 
 def test_folder_kinds_and_the_parents_a_command_creates(folders):
-    from actrec.files.output_paths import create_parents, remove_created_parents
     from actrec_cli.folder_kinds import folder_kind
+
+    from actrec.files.output_paths import create_parents, remove_created_parents
 
     kinds = {name: folder_kind(folders / name) for name in ("run", "export", "prepared", "raw")}
     assert kinds == {"run": "run", "export": "export", "prepared": "prepared", "raw": "videos"}
