@@ -7,7 +7,6 @@ from pathlib import Path
 
 import keras
 import numpy as np
-from actrec.export.predict import record_inputs
 
 from actrec.data.format.manifest import read_manifest
 from actrec.data.input import sampling
@@ -15,6 +14,7 @@ from actrec.data.input.clip_spec import clip_spec
 from actrec.data.prepare.encode_video import PrepareSettings, VideoTask, encode_video
 from actrec.export.serving import clips_from_frames
 from actrec.models.segment_model import segment_backbone
+from actrec.predict.video_files import record_inputs
 from actrec.runs.trained import build_trained_model, load_trained_run
 
 
