@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from actrec.cluster.strategy import ClusterInfo, cluster_from_environment
+from actrec.data.format.integrity import check_shard_sizes, data_loss_error
 from actrec.errors import ConfigError, DatasetError
 from actrec.evaluation.metrics import Metrics, classification_metrics
 from actrec.evaluation.part_checks import split_rows
@@ -31,6 +32,7 @@ from actrec.evaluation.scores import (
 )
 from actrec.evaluation.share import ShareInputs, score_share
 from actrec.progress import NullProgress, Progress
+from actrec.runs.trained import build_trained_model, load_trained_run, resolve_data_dir
 
 EVAL_DIR = "eval"
 DEFAULT_VIEW_BATCH = 32
@@ -64,8 +66,6 @@ def default_eval_dir(
 def _scores_or_data_error(data_dir: Path, split: str, compute):
     """compute(), with a read error of a damaged shard turned into a DatasetError naming it."""
     import tensorflow as tf
-
-    from actrec.data.format.integrity import data_loss_error
 
     try:
         return compute()
@@ -150,10 +150,9 @@ def evaluate_run(
     """
     import numpy as np
 
-    from actrec.data.format.integrity import check_shard_sizes
+    # inside: both load OpenCV, which `eval --fuse` of saved scores does without
     from actrec.data.input.clip_spec import clip_spec, dataset_info
     from actrec.data.input.views import ViewSpec
-    from actrec.runs.trained import build_trained_model, load_trained_run, resolve_data_dir
 
     started = time.monotonic()
     progress = progress or NullProgress()
@@ -232,7 +231,6 @@ def saved_run_evaluation(
     """The evaluation `evaluate_run` would make, loaded from its folder when that folder
     already holds it (same split, protocol, view average, data and weights file); else None.
     Reads no model and imports no TensorFlow."""
-    from actrec.runs.trained import load_trained_run, resolve_data_dir
 
     run = load_trained_run(run_dir, checkpoint)
     request = evaluation_request(run, protocol, resolve_data_dir(run, data_dir), split, average)

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from actrec.data.format.manifest import read_manifest, split_videos
 from actrec.errors import ConfigError
 from actrec.evaluation.npz_arrays import read_arrays
 from actrec.evaluation.scores import VideoScores
@@ -50,7 +51,6 @@ def split_rows(
 ) -> SplitRows:
     """The SplitRows of `split` of the prepared folder `data_dir` (its manifest's videos,
     in the order the view pipeline reads them)."""
-    from actrec.data.format.manifest import read_manifest, split_videos
 
     videos = split_videos(data_dir, read_manifest(data_dir), split)
     return SplitRows(

@@ -21,6 +21,8 @@ from pathlib import Path
 import numpy as np
 
 from actrec.errors import ConfigError, DatasetError
+from actrec.evaluation.npz_arrays import read_arrays
+from actrec.models.score_fusion import check_average, fuse_scores
 from actrec.files.atomic import write_bytes_atomic
 from actrec.progress import NullProgress, Progress
 
@@ -80,8 +82,6 @@ def compute_video_scores(
         as every video of parts[i] has its V views (actrec.evaluation.parts saves them).
     """
     import tensorflow as tf
-
-    from actrec.models.score_fusion import check_average
 
     check_average(average)
     progress = progress or NullProgress()
@@ -165,7 +165,6 @@ def load_video_scores(path: Path | str) -> VideoScores:
     path = Path(path)
     if path.is_dir():
         path = path / SCORES_FILE
-    from actrec.evaluation.npz_arrays import read_arrays
 
     try:
         content = read_arrays(path, _KINDS, _check_shapes, optional=("average",))
@@ -213,7 +212,6 @@ def fuse_video_scores(
     Every stream must cover the same videos with the same classes and labels, averaged the
     same way (logits or softmax); the rows follow the first stream's order.
     """
-    from actrec.models.score_fusion import fuse_scores
 
     first = streams[0]
     aligned = [first.scores]

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from actrec.cluster.strategy import ClusterInfo
 from actrec.evaluation.parts import EvaluationParts
+from actrec.evaluation.scores import compute_video_scores
 from actrec.progress import Progress
 
 
@@ -77,8 +78,8 @@ def _videos(parts: EvaluationParts, chosen: list[int]) -> int:
 
 def _score_parts(model, inputs: ShareInputs, parts, pending: list[int], progress):
     """One view pipeline over the pending parts' videos; each part saved when complete."""
+    # inside: views loads OpenCV, which `eval --fuse` of saved scores does without
     from actrec.data.input.views import build_view_dataset
-    from actrec.evaluation.scores import compute_video_scores
 
     videos = [video for part in pending for video in parts.rows(part)]
     local_rows, start = [], 0

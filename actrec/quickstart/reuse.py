@@ -6,11 +6,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from actrec.errors import ConfigError
+from actrec.evaluation.evaluate import evaluate_run, saved_run_evaluation
+from actrec.export.metadata import METADATA_FILE, read_export_metadata
+from actrec.export.writer import export_runs
+from actrec.runs.folder import FINAL_WEIGHTS_FILE
+
 
 def evaluated(run_dir: Path, protocol, progress):
     """The run's evaluation: the saved one when it is of these weights and data (a second
     quickstart), else a new one."""
-    from actrec.evaluation.evaluate import evaluate_run, saved_run_evaluation
 
     saved = saved_run_evaluation(run_dir, protocol)
     if saved is not None:
@@ -22,9 +27,6 @@ def evaluated(run_dir: Path, protocol, progress):
 def export_is_current(export_dir: Path, run_dirs: list[Path]) -> bool:
     """Whether `export_dir` is a finished export of `run_dirs`, in this order, written after
     each run's final weights."""
-    from actrec.errors import ConfigError
-    from actrec.export.metadata import METADATA_FILE, read_export_metadata
-    from actrec.runs.folder import FINAL_WEIGHTS_FILE
 
     try:
         metadata = read_export_metadata(export_dir)
@@ -40,7 +42,6 @@ def export_is_current(export_dir: Path, run_dirs: list[Path]) -> bool:
 def exported(run_dirs: list[Path], export_dir: Path, progress) -> Path:
     """`export_dir`, a two-stream SavedModel of `run_dirs`: kept when it is current, else
     written anew."""
-    from actrec.export.writer import export_runs
 
     if export_is_current(export_dir, run_dirs):
         progress.message(f"{export_dir} is already exported from these runs; kept")

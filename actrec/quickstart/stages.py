@@ -24,9 +24,23 @@ from pathlib import Path
 
 import numpy as np
 
+from actrec.config.files import load_recipe
+from actrec.config.overrides import apply_overrides
+from actrec.data.prepare.dataset import prepare_dataset
+from actrec.data.prepare.encode_video import PrepareSettings
+from actrec.data.sources import list_videos
 from actrec.data.synthetic.config import SYNTHETIC_CLASSES, SyntheticConfig
+from actrec.data.synthetic.dataset import generate_synthetic_dataset
+from actrec.data.synthetic.render import render_clip
+from actrec.data.synthetic.video_writer import write_video
 from actrec.errors import ConfigError
+from actrec.evaluation.evaluate import fuse_evaluations
+from actrec.evaluation.protocols import resolve_protocol
+from actrec.predict.video_files import predict_videos
 from actrec.progress import NullProgress, Progress
+from actrec.quickstart.reuse import evaluated, exported
+from actrec.runs.folder import FINAL_WEIGHTS_FILE
+from actrec.train.run import train
 
 STAGES = (
     ("generate", "generate the synthetic videos"),
@@ -141,11 +155,6 @@ def _check_size(size: str) -> QuickstartSize:
 
 
 def _trained(recipe_name: str, overrides, prepared: Path, run_dir: Path, progress) -> Path:
-    from actrec.config.files import load_recipe
-    from actrec.config.overrides import apply_overrides
-    from actrec.runs.folder import FINAL_WEIGHTS_FILE
-    from actrec.train.run import train
-
     if (run_dir / FINAL_WEIGHTS_FILE).is_file():
         progress.message(f"{run_dir} is already trained; kept")
         return run_dir
@@ -156,8 +165,6 @@ def _trained(recipe_name: str, overrides, prepared: Path, run_dir: Path, progres
 
 def _new_video(folder: Path, synthetic: SyntheticConfig) -> tuple[Path, str]:
     """A synthetic video of a class drawn with PREDICT_SEED: (path, its class)."""
-    from actrec.data.synthetic.render import render_clip
-    from actrec.data.synthetic.video_writer import write_video
 
     rng = np.random.default_rng(PREDICT_SEED)
     class_name = SYNTHETIC_CLASSES[int(rng.integers(len(SYNTHETIC_CLASSES)))]
@@ -176,15 +183,6 @@ def run_quickstart(
     on_stage: Callable[[str, float], None] | None = None,
 ) -> QuickstartResult:
     """Run every stage of STAGES in `workdir`; on_stage(name, seconds) after each."""
-    from actrec.data.prepare.dataset import prepare_dataset
-    from actrec.data.prepare.encode_video import PrepareSettings
-    from actrec.data.sources import list_videos
-    from actrec.data.synthetic.dataset import generate_synthetic_dataset
-    from actrec.evaluation.evaluate import fuse_evaluations
-    from actrec.evaluation.protocols import resolve_protocol
-    from actrec.predict.video_files import predict_videos
-    from actrec.quickstart.reuse import evaluated, exported
-
     settings = _check_size(size)
     progress = progress or NullProgress()
     workdir = Path(workdir)

@@ -17,7 +17,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from actrec.config.files import load_folder_recipe
 from actrec.errors import ConfigError, DatasetError
+from actrec.models.factory import build_model
 from actrec.runs.folder import (
     BEST_WEIGHTS_FILE,
     FINAL_WEIGHTS_FILE,
@@ -90,7 +92,6 @@ def _recorded_settings(record: dict) -> dict:
 def load_trained_run(run_dir: Path | str, checkpoint: str = "final") -> TrainedRun:
     """The finished run in `run_dir` with its `checkpoint` weights ("final" or "best");
     ConfigError naming the file and the fix otherwise."""
-    from actrec.config.files import load_folder_recipe
 
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
@@ -157,7 +158,6 @@ def resolve_data_dir(run: TrainedRun, data_dir: Path | str | None) -> Path:
 def build_trained_model(run: TrainedRun, num_segments: int | None = None):
     """The run's keras.Model with its trained weights, for T = `num_segments` (default the
     recipe's): frames [B, T, crop, crop, C] in the stored 0-255 scale -> logits [B, K]."""
-    from actrec.models.factory import build_model
 
     recipe = run.recipe
     if num_segments is not None and num_segments != recipe.data.num_segments:

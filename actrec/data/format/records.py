@@ -16,6 +16,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from actrec.data.format import shards
+from actrec.data.format.manifest import read_manifest, shard_paths
 from actrec.errors import DatasetError
 
 
@@ -178,7 +179,6 @@ def iter_shard_videos(path: Path | str) -> Iterator[tuple[object, tuple[bytes, .
 
 def iter_split_videos(prepared_dir: Path | str, split: str):
     """(video id, its records) of every video of `split`, in the split's order."""
-    from actrec.data.format.manifest import read_manifest, shard_paths
 
     prepared_dir = Path(prepared_dir)
     for path in shard_paths(prepared_dir, read_manifest(prepared_dir), split):

@@ -37,6 +37,7 @@ from actrec.data.prepare.plan import (
     output_status,
     validate_settings,
 )
+from actrec.data.prepare.repair import repair_damaged_shards
 from actrec.data.prepare.split import prepare_split
 from actrec.data.sources.base import DatasetListing, VideoEntry
 from actrec.errors import DatasetError
@@ -101,8 +102,6 @@ def prepare_dataset(
     plan = build_plan(listing, settings)
     status = output_status(out_dir, plan)
     if status == "complete":  # verify it, and re-make only the shards found damaged
-        from actrec.data.prepare.repair import repair_damaged_shards
-
         manifest = read_manifest(out_dir)
         repaired = repair_damaged_shards(out_dir, manifest, settings, workers, progress)
         summary = summarize_manifest(out_dir, manifest)

@@ -11,7 +11,9 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from actrec.data.format.flow import create_flow_estimator
 from actrec.data.format.manifest import FORMAT_VERSION, MANIFEST_FILE, group_ignored, read_manifest
+from actrec.data.format.video import FrameSize
 from actrec.data.prepare.encode_video import PrepareSettings
 from actrec.data.sources.base import SPLIT_NAMES, UNLABELLED, DatasetListing, VideoEntry
 from actrec.errors import ConfigError, OutputError
@@ -37,8 +39,6 @@ class DryRunReport:
 
 def validate_settings(settings: PrepareSettings) -> None:
     """ConfigError for a setting that cannot work (checked before anything is written)."""
-    from actrec.data.format.flow import create_flow_estimator
-    from actrec.data.format.video import FrameSize
 
     FrameSize.parse(settings.frame_size)
     if settings.flow != "none":

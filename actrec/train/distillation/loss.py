@@ -25,6 +25,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from actrec.train.distillation.teacher import teacher_model
+
 if TYPE_CHECKING:
     import keras
 
@@ -167,7 +169,6 @@ def distillation_settings(teacher, recipe) -> DistillationSettings | None:
     actrec.train.distillation.teacher.Teacher (None: no distillation)."""
     if teacher is None:
         return None
-    from actrec.train.distillation.teacher import teacher_model
 
     num_segments = recipe.data.num_segments
     return DistillationSettings(

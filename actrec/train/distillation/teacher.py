@@ -17,7 +17,13 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
 from actrec.data.format.integrity import file_sha256
+from actrec.data.input.clip_spec import ClipSpec
 from actrec.errors import ConfigError, DatasetError
+from actrec.export.formats.registry import format_of_export
+from actrec.export.metadata import METADATA_FILE, load_export_recipe, read_export_metadata
+from actrec.models.factory import build_model
+from actrec.runs.folder import FINAL_WEIGHTS_FILE, RUN_FILE
+from actrec.runs.trained import load_trained_run, without_pretrained_weights
 
 RECORD_KEY = "distilled_from"
 """run.json's record of the teacher."""
@@ -99,7 +105,6 @@ def teacher_clip_spec(student_spec, teacher: Teacher):
     """The teacher's ClipSpec beside a student's: the teacher's flow stack length and crop
     size, the student's segments (the teacher sees the flow of the student's frames: a
     segment model's weights hold no segment count), crop box and flip."""
-    from actrec.data.input.clip_spec import ClipSpec
 
     values = {item.name: getattr(student_spec, item.name) for item in fields(student_spec)}
     data = teacher.recipe.data
@@ -111,7 +116,6 @@ def teacher_clip_spec(student_spec, teacher: Teacher):
 
 def teacher_recipe_for(teacher: Teacher, num_segments: int):
     """The teacher's recipe at the student's segment count, without pretrained weights."""
-    from actrec.runs.trained import without_pretrained_weights
 
     recipe = teacher.recipe
     recipe = replace(recipe, data=replace(recipe.data, num_segments=num_segments))
@@ -121,18 +125,13 @@ def teacher_recipe_for(teacher: Teacher, num_segments: int):
 def teacher_model(teacher: Teacher, num_segments: int):
     """The teacher's trained keras.Model for `num_segments` segments: flow [B, S, crop,
     crop, 2L] in the stored 0-255 scale -> logits [B, classes]."""
-    from actrec.models.factory import build_model
     from actrec.models.segment_model import copy_model_weights
 
     recipe = teacher_recipe_for(teacher, num_segments)
     model = build_model(recipe.model, recipe.data, len(teacher.classes))
     if teacher.kind == "run":
-        from actrec.runs.folder import FINAL_WEIGHTS_FILE
-
         model.load_weights(str(Path(teacher.path) / FINAL_WEIGHTS_FILE))
         return model
-    from actrec.export.formats.registry import format_of_export
-    from actrec.export.metadata import read_export_metadata
 
     path = Path(teacher.path)
     metadata = read_export_metadata(path)
@@ -147,9 +146,6 @@ def teacher_model(teacher: Teacher, num_segments: int):
 
 
 def _read_teacher(path: Path) -> Teacher:
-    from actrec.export.metadata import METADATA_FILE
-    from actrec.runs.folder import RUN_FILE
-
     if (path / RUN_FILE).is_file():
         return _run_teacher(path)
     if (path / METADATA_FILE).is_file():
@@ -162,8 +158,6 @@ def _read_teacher(path: Path) -> Teacher:
 
 
 def _run_teacher(path: Path) -> Teacher:
-    from actrec.runs.trained import load_trained_run
-
     try:
         run = load_trained_run(path)
     except ConfigError as error:
@@ -180,9 +174,6 @@ def _run_teacher(path: Path) -> Teacher:
 
 
 def _export_teacher(path: Path) -> Teacher:
-    from actrec.export.formats.registry import format_of_export
-    from actrec.export.metadata import load_export_recipe, read_export_metadata
-
     metadata = read_export_metadata(path)
     modalities = [stream["modality"] for stream in metadata["streams"]]
     if "flow" not in modalities:

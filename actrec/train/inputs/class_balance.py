@@ -15,13 +15,14 @@ from pathlib import Path
 
 import numpy as np
 
+from actrec.data.format.manifest import read_manifest, split_videos
+
 
 def training_class_counts(
     prepared_dir: Path, split: str, num_classes: int, held_out: Collection[str] = ()
 ) -> tuple[int, ...]:
     """The clips of each class [num_classes] in the prepared `split`, less the validation
     hold-out (video ids); unlabelled clips (label -1) are not counted."""
-    from actrec.data.format.manifest import read_manifest, split_videos
 
     held_out = set(held_out)
     counts = [0] * num_classes

@@ -11,6 +11,8 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
+from actrec.train.schedule import global_batch_size
+
 TEARDOWN_THREAD_NAME = "actrec-input-teardown"
 
 
@@ -38,7 +40,6 @@ def teardown_pending() -> bool:
 
 def batch_phase_start(train_config, epoch: int) -> int:
     """The first epoch of the run of epochs that share `epoch`'s global batch."""
-    from actrec.train.schedule import global_batch_size
 
     batch = global_batch_size(train_config, epoch)
     while epoch > 0 and global_batch_size(train_config, epoch - 1) == batch:
@@ -111,6 +112,7 @@ def training_dataset(
     videos a run trained on)."""
 
     def train_dataset(context):
+        # inside: the pipeline loads OpenCV, and the CLI imports this module at every exit
         from actrec.data.input.pipeline import build_dataset
 
         # each step takes one batch per replica this input pipeline feeds
@@ -140,7 +142,7 @@ def validation_dataset(prepared_dir: Path, data, batch: int):
     """The function of an input context that builds the validation split's dataset."""
 
     def eval_dataset(context):
-        from actrec.data.input.pipeline import build_dataset
+        from actrec.data.input.pipeline import build_dataset  # OpenCV: as train_dataset's
 
         return build_dataset(
             prepared_dir,

@@ -10,7 +10,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from actrec.data.format.integrity import check_shard_sizes
+from actrec.data.format.manifest import read_manifest
+from actrec.data.input.clip_spec import check_clip_spec, clip_spec, dataset_info
 from actrec.errors import ConfigError
+from actrec.train.distillation.teacher import teacher_clip_spec, teacher_of
+from actrec.train.inputs.class_balance import training_class_counts
+from actrec.train.inputs.validation import validation_plan
 
 if TYPE_CHECKING:
     from actrec.data.input.clip_spec import ClipSpec, DatasetInfo
@@ -48,11 +54,6 @@ class TrainingData:
 def check_training_data(recipe, prepared_dir: Path) -> TrainingData:
     """`prepared_dir` checked against `recipe`; ConfigError / DatasetError when it cannot
     be trained on."""
-    from actrec.data.format.integrity import check_shard_sizes
-    from actrec.data.format.manifest import read_manifest
-    from actrec.data.input.clip_spec import check_clip_spec, clip_spec, dataset_info
-    from actrec.train.inputs.class_balance import training_class_counts
-    from actrec.train.inputs.validation import validation_plan
 
     info = dataset_info(prepared_dir)
     train_spec, eval_spec = clip_spec(recipe, training=True), clip_spec(recipe, training=False)
@@ -80,8 +81,6 @@ def with_teacher(data: TrainingData, recipe, previous: dict) -> TrainingData:
     (actrec.train.distillation.teacher); unchanged without distillation. `previous`: the
     resumed run's run.json ({} for a new run)."""
     from dataclasses import replace
-
-    from actrec.train.distillation.teacher import teacher_clip_spec, teacher_of
 
     teacher = teacher_of(recipe, data.info, previous)
     if teacher is None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from actrec.config.recipe import VALIDATION_SPLIT_AUTO, VALIDATION_SPLIT_NONE
+from actrec.data.input.holdout import held_out_videos
 from actrec.errors import ConfigError
 
 HOLDOUT_NAME = "holdout"
@@ -46,7 +47,6 @@ class ValidationPlan:
 
 def validation_plan(recipe, manifest: dict) -> ValidationPlan:
     """The plan for `recipe` on the prepared data whose manifest is `manifest`."""
-    from actrec.data.input.holdout import held_out_videos
 
     data = recipe.data
     available = {

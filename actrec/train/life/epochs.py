@@ -13,6 +13,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from actrec.cluster.preemption import TerminationFlag
+from actrec.runs.folder import BEST_WEIGHTS_FILE
+from actrec.train.inputs.input_pipelines import batch_phase_start, validation_dataset
+from actrec.train.life.checkpoint import Position
+from actrec.train.schedule import epoch_plan, learning_rate
 
 if TYPE_CHECKING:
     from actrec.cluster.strategy import ClusterInfo
@@ -55,7 +59,6 @@ def run_epochs(session: Session, position: Position, summary) -> None:
     """Train from `position` to the last epoch, or until preempted or out of steps; fills
     `summary` (epochs_done, preempted, stopped_early, validation; an
     actrec.train.run.TrainSummary, untyped here because run.py imports this module)."""
-    from actrec.train.schedule import epoch_plan
 
     recipe, trainer = session.recipe, session.trainer
     replicas = trainer.num_replicas_in_sync
@@ -83,8 +86,6 @@ def run_epochs(session: Session, position: Position, summary) -> None:
 
 
 def _log_epoch_start(session: Session, epoch: int, plan: EpochPlan) -> None:
-    from actrec.train.schedule import learning_rate
-
     session.metrics.write(
         "epoch",
         session.trainer.step,
@@ -100,9 +101,6 @@ def _log_epoch_start(session: Session, epoch: int, plan: EpochPlan) -> None:
 def _train_epoch(session: Session, epoch: int, plan: EpochPlan, first_step: int, summary) -> bool:
     """The optimizer steps of `epoch` from `first_step`; whether training stopped before the
     epoch's end (preempted or out of steps)."""
-    from actrec.train.inputs.input_pipelines import batch_phase_start
-    from actrec.train.life.checkpoint import Position
-    from actrec.train.schedule import learning_rate
 
     recipe, trainer, divergence = session.recipe, session.trainer, session.divergence
     progress = session.progress
@@ -208,8 +206,6 @@ def _show_step(
 
 def _validate(session: Session, epoch: int, plan: EpochPlan, summary) -> None:
     """Validate after `epoch`, keep the best weights, log and show the result."""
-    from actrec.runs.folder import BEST_WEIGHTS_FILE
-    from actrec.train.inputs.input_pipelines import validation_dataset
 
     trainer, validation = session.trainer, session.data.validation
     eval_batch = max(1, plan.per_replica_batch)

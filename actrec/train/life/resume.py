@@ -10,8 +10,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from actrec.cluster.collectives import agreed_flag
+from actrec.config.files import load_recipe, recipe_to_dict
 from actrec.errors import ActrecError, ConfigError, OutputError
 from actrec.runs.folder import RECIPE_FILE, read_run_record
+from actrec.train.life.checkpoint import Position
+from actrec.train.memory.recipe_edits import auto_fields, with_saved_decision
+from actrec.train.start.source_settings import with_recorded_inheritance
 
 
 def check_run_directory(run_dir: Path, resume: str | None) -> bool:
@@ -34,7 +38,6 @@ def check_run_directory(run_dir: Path, resume: str | None) -> bool:
 
 def check_same_recipe(run_dir: Path, recipe) -> None:
     """ConfigError naming the differences when `recipe` is not the one `run_dir` trained."""
-    from actrec.config.files import load_recipe, recipe_to_dict
 
     saved = load_recipe(str(run_dir / RECIPE_FILE))
     old, new = recipe_to_dict(saved), recipe_to_dict(recipe)
@@ -102,9 +105,6 @@ def open_run_directory(
     and the settings its run.json records as inherited from its starting point (except
     those in `given_settings`, the command line's; actrec.train.start.source_settings); its data's
     `classes` must be those it trained on, in the same order."""
-    from actrec.config.files import load_recipe
-    from actrec.train.memory.recipe_edits import auto_fields, with_saved_decision
-    from actrec.train.start.source_settings import with_recorded_inheritance
 
     has_run, refusal, previous_record = False, None, {}
     if cluster.is_chief:
@@ -135,7 +135,6 @@ def starts_afresh(checkpoints, resume: str | None) -> bool:
 def restore_position(checkpoints, resume: str | None, trainer, divergence, num_classes, progress):
     """(Position, the checkpoint resumed from or None): the trainer restored from `resume`
     ("latest" or a checkpoint path), or a new run at its start."""
-    from actrec.train.life.checkpoint import Position
 
     position = Position(0, 0)
     resumed_from = None

@@ -40,8 +40,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from actrec.cluster.strategy import worker_index
 from actrec.config.validate import validate_train_section
 from actrec.errors import ConfigError
+from actrec.models.factory import model_builder
+from actrec.train.distillation.loss import Distillation, distillation_settings
 from actrec.train.loop.averaging import (
     broadcast_from_first_worker,
     model_float_variables,
@@ -133,8 +136,6 @@ class DistributedTrainer(TrainStep):
         import keras
         import tensorflow as tf
 
-        from actrec.cluster.strategy import worker_index
-
         validate_train_section(train)
         self.strategy = strategy
         self.train = train
@@ -166,8 +167,6 @@ class DistributedTrainer(TrainStep):
             self._check_model()
             self.distillation = None
             if distillation is not None:
-                from actrec.train.distillation.loss import Distillation
-
                 self.distillation = Distillation(distillation, self.model)
             self.optimizer = build_optimizer(train, self.trained_model)
         self.step_variable = tf.Variable(0, dtype=tf.int64, trainable=False, name="step")
@@ -335,8 +334,6 @@ def build_trainer(
     each batch before the model (e.g. the on-device clip finishing). teacher: the checked
     flow teacher of a distilled run (actrec.train.distillation.teacher.Teacher), or None.
     class_weights: float [num_classes] loss weights (train.class_balance weights), or None."""
-    from actrec.models.factory import model_builder
-    from actrec.train.distillation.loss import distillation_settings
 
     return DistributedTrainer(
         strategy,

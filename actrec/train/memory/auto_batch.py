@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from actrec.cluster.collectives import agreed_flag, chief_values
 from actrec.errors import ActrecError, ConfigError
+from actrec.train.memory.choose import choose_batch
+from actrec.train.memory.recipe_edits import with_decided_values
 
 
 def resolve_auto_batch(
@@ -13,8 +15,6 @@ def resolve_auto_batch(
 ):
     """(recipe with numbers in place of auto, BatchDecision or None): the chief probes
     (unless the run being resumed already holds the numbers) and shares them."""
-    from actrec.train.memory.choose import choose_batch
-    from actrec.train.memory.recipe_edits import with_decided_values
 
     decision, refusal = None, None
     if cluster.is_chief and not has_run:

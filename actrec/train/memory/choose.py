@@ -16,6 +16,7 @@ from actrec.train.memory.probe import PROBE_STEPS, ProbeResult, probe_batch
 from actrec.train.memory.recipe_edits import auto_fields, with_decided_values
 from actrec.train.memory.step_time import THROUGHPUT_TOLERANCE, StepTimeModel, ranked_batches
 from actrec.train.memory.units import format_bytes
+from actrec.train.schedule import coupled_learning_rate, epoch_plan, global_batch_size
 
 MAX_PROBED_BATCH = 1024
 """No per-replica batch above this is probed."""
@@ -36,8 +37,6 @@ def _candidate_cap(
         if num_train_videos:
             cap = min(cap, num_train_videos // num_replicas)
     else:
-        from actrec.train.schedule import global_batch_size
-
         numeric = dataclasses.replace(train, max_per_replica_batch=None)
         shares = {global_batch_size(numeric, e) // num_replicas for e in range(train.epochs)}
         cap = min(cap, max(shares))
@@ -61,7 +60,6 @@ def _resolved(recipe: Recipe, batch: int, num_replicas: int) -> Recipe:
 def _check_schedule(recipe: Recipe, num_replicas: int, num_train_videos: int):
     """The first epoch's plan of a resolved recipe; ConfigError when an epoch cannot be
     split over the replicas and micro-batches."""
-    from actrec.train.schedule import epoch_plan
 
     plans = [
         epoch_plan(recipe.train, recipe.runtime, epoch, num_replicas, num_train_videos)
@@ -73,7 +71,6 @@ def _check_schedule(recipe: Recipe, num_replicas: int, num_train_videos: int):
 def _micro_batch_limit(recipe: Recipe, batch: int, num_replicas: int) -> int:
     """max_per_replica_batch=auto: the largest limit <= `batch` that every epoch's share
     splits into equal micro-batches under (1 always does)."""
-    from actrec.train.schedule import global_batch_size
 
     numeric = dataclasses.replace(recipe.train, max_per_replica_batch=None)
     shares = {global_batch_size(numeric, e) // num_replicas for e in range(recipe.train.epochs)}
@@ -120,7 +117,6 @@ def choose_batch(
     probe: the probing function (probe_batch; tests may pass their own).
     Raises ConfigError when not even a batch of 1 fits.
     """
-    from actrec.train.schedule import coupled_learning_rate
 
     fields = tuple(auto_fields(recipe))
     if not fields:

@@ -14,6 +14,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from actrec.config.files import recipe_to_dict
 from actrec.config.recipe import Recipe
 from actrec.errors import ConfigError
 
@@ -82,7 +83,6 @@ def probe_batch(
     """
     if device not in DEVICES:
         raise ConfigError(f"device={device!r} is not valid; use cpu or gpu")
-    from actrec.config.files import recipe_to_dict
 
     request = {
         "recipe": recipe_to_dict(recipe),

@@ -32,6 +32,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass, replace
 
+from actrec.config.backbones import backbone_spec
 from actrec.config.overrides import setting_value
 from actrec.config.recipe import SHIFT_SETTINGS
 
@@ -185,12 +186,11 @@ def _resolved(recipe, setting: str):
     """The value that takes effect: the evaluation scale and the preprocessing resolved,
     frame_interval only for dense sampling, new_length only for flow."""
     if setting == "data.scale_size":
+        # inside: augment loads OpenCV, and the CLI's argument checks import this module
         from actrec.data.input.augment import default_scale_size
 
         return recipe.data.scale_size or default_scale_size(recipe.data.crop_size)
     if setting == PREPROCESSING_SETTING:
-        from actrec.config.backbones import backbone_spec
-
         return recipe.model.preprocessing or backbone_spec(recipe.model.backbone).preprocessing
     if setting == "data.frame_interval" and recipe.data.sampling != "dense":
         return None

@@ -27,7 +27,11 @@ from pathlib import Path
 
 from actrec.config.choices import weights_source
 from actrec.errors import ConfigError
+from actrec.export.formats.registry import format_of_export
+from actrec.export.metadata import METADATA_FILE, load_export_recipe, read_export_metadata
 from actrec.models.transfer import classifier_mapping
+from actrec.runs.folder import RUN_FILE
+from actrec.runs.trained import build_trained_model, load_trained_run
 from actrec.train.start.source_settings import (
     RECORD_KEY,
     SourceSettings,
@@ -156,12 +160,7 @@ def load_starting_weights(model, start: StartingPoint, recipe, classes) -> list[
 
 
 def _read_source(path: Path, modality: str) -> _Source:
-    from actrec.export.metadata import METADATA_FILE
-    from actrec.runs.folder import RUN_FILE
-
     if (path / RUN_FILE).is_file():
-        from actrec.runs.trained import load_trained_run
-
         try:
             run = load_trained_run(path)
         except ConfigError as error:
@@ -177,9 +176,6 @@ def _read_source(path: Path, modality: str) -> _Source:
 
 
 def _export_source(path: Path, modality: str) -> _Source:
-    from actrec.export.formats.registry import format_of_export
-    from actrec.export.metadata import load_export_recipe, read_export_metadata
-
     metadata = read_export_metadata(path)
     streams = metadata["streams"]
     modalities = [stream["modality"] for stream in streams]
@@ -217,7 +213,6 @@ def _check_compatible(source: _Source, recipe) -> None:
 
 def _source_model(source: _Source):
     """The source's trained keras.Model."""
-    from actrec.runs.trained import build_trained_model, load_trained_run
 
     if source.kind == "run":
         return build_trained_model(load_trained_run(source.path))
@@ -227,8 +222,6 @@ def _source_model(source: _Source):
 def _export_model(source: _Source):
     """The stream model of an export, as its format reads it back
     (actrec.export.formats: ExportFormat.source_model)."""
-    from actrec.export.formats.registry import format_of_export
-    from actrec.export.metadata import read_export_metadata
 
     metadata = read_export_metadata(source.path)
     export_format = format_of_export(source.path, metadata)

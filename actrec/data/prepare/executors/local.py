@@ -31,6 +31,7 @@ TASKS_IN_FLIGHT_PER_WORKER = 4
 
 
 def _initialise_pool_worker() -> None:
+    # inside: the registry imports every executor to list it, and encode_video loads OpenCV
     from actrec.data.prepare.encode_video import initialise_worker
 
     # Ctrl-C goes to the whole process group; the parent decides how to stop.

@@ -45,6 +45,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import actrec
 from actrec.data.prepare.executors.local import TASKS_IN_FLIGHT_PER_WORKER
 from actrec.data.prepare.executors.registry import ExecutorKind, ExecutorOption
 from actrec.data.prepare.in_flight import results_in_order
@@ -189,6 +190,7 @@ def _report_function():
 
 
 def _encode_on_node(task: VideoTask, settings: PrepareSettings) -> VideoResult:
+    # inside: the registry imports every executor to list it, and encode_video loads OpenCV
     from actrec.data.prepare.encode_video import encode_video, initialise_worker
 
     initialise_worker()
@@ -305,8 +307,6 @@ class RayExecutor:
             except ray.exceptions.RayError as error:
                 problems.append(f"node {asked[ref]} failed the check: {str(error).strip()[:300]}")
         import cv2
-
-        import actrec
 
         driver = NodeReport("this machine", actrec.__version__, cv2.__version__)
         problems += node_problems(driver, reports)

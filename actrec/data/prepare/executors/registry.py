@@ -21,6 +21,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
+from actrec.data.prepare import executors
 from actrec.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -70,7 +71,6 @@ class ExecutorKind:
 
 def executor_names() -> tuple[str, ...]:
     """Every registered executor's name, the default first, the others alphabetically."""
-    from actrec.data.prepare import executors
 
     names = sorted(
         module.name
