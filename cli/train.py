@@ -23,9 +23,9 @@ from actrec.config.choices import run_weights
 from actrec.config.overrides import overridden_settings
 from actrec.config.validate import validate_recipe
 from actrec.errors import WorkerLostError
-from actrec.runs.folder import BEST_WEIGHTS_FILE, read_run_record
+from actrec.runs.folder import BEST_WEIGHTS_FILE
+from actrec.runs.record import read_run_record
 from actrec.train.memory.recipe_edits import auto_fields
-from actrec.train.run import train as train_run
 
 
 @click.command()
@@ -120,6 +120,8 @@ def train(
     validate_recipe(recipe)
     check_train_folders(prepared, run_dir, resume, init_from, distill_from)
     import_tensorflow_quietly(start_runtime=False)
+    from actrec.train.run import train as train_run  # it imports TensorFlow: after the checks
+
     chief = is_chief()
     if memory_budget is not None and not auto_fields(recipe) and chief:
         console().print(
@@ -146,7 +148,7 @@ def train(
         return
     print_outcome(summary, run_dir, stop_after_steps)
     if summary.weights_path is not None:
-        print_validation_classes(summary, read_run_record(run_dir).get("classes", []))
+        print_validation_classes(summary, list(read_run_record(run_dir).classes or ()))
         print_next_commands(run_dir, (run_dir / BEST_WEIGHTS_FILE).is_file())
     if summary.preempted:
         sys.exit(PREEMPTED_EXIT_CODE)

@@ -231,7 +231,6 @@ def saved_run_evaluation(
     """The evaluation `evaluate_run` would make, loaded from its folder when that folder
     already holds it (same split, protocol, view average, data and weights file); else None.
     Reads no model and imports no TensorFlow."""
-
     run = load_trained_run(run_dir, checkpoint)
     request = evaluation_request(run, protocol, resolve_data_dir(run, data_dir), split, average)
     folder = default_eval_dir(run.run_dir, split, protocol, checkpoint)

@@ -51,7 +51,6 @@ def split_rows(
 ) -> SplitRows:
     """The SplitRows of `split` of the prepared folder `data_dir` (its manifest's videos,
     in the order the view pipeline reads them)."""
-
     videos = split_videos(data_dir, read_manifest(data_dir), split)
     return SplitRows(
         video_ids=tuple(str(video["id"]) for video in videos),

@@ -212,7 +212,6 @@ def fuse_video_scores(
     Every stream must cover the same videos with the same classes and labels, averaged the
     same way (logits or softmax); the rows follow the first stream's order.
     """
-
     first = streams[0]
     aligned = [first.scores]
     for stream, name in zip(streams[1:], names[1:], strict=True):

@@ -60,7 +60,7 @@ def ordered_runs(runs: list) -> list:
     if not 1 <= len(runs) <= 2:
         raise ConfigError(f"export takes one run, or two to fuse; got {len(runs)}")
     for run in runs:
-        check_class_names(run.run_dir / RUN_FILE, run.record["classes"], CLASSES_FIX)
+        check_class_names(run.run_dir / RUN_FILE, list(run.record.classes), CLASSES_FIX)
     if len(runs) == 1:
         return runs
     first, second = runs

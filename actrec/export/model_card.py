@@ -104,7 +104,8 @@ def _stream_section(stream: ExportedStream, metadata_entry: dict) -> list[str]:
     facts = dataset_facts(run.data_dir)
     train = recipe.train
     record = run.record
-    validation = record.get("validation") if isinstance(record.get("validation"), dict) else {}
+    steps = "?" if record.global_step is None else record.global_step
+    validation = record.validation if isinstance(record.validation, dict) else {}
     lines = [
         f"### {stream.modality.upper()} stream",
         "",
@@ -118,7 +119,7 @@ def _stream_section(stream: ExportedStream, metadata_entry: dict) -> list[str]:
     ]
     if recipe.reference:
         lines.append(f"- Reference: {recipe.reference.splitlines()[0]}")
-    start = record.get("initialised_from")
+    start = record.initialised_from
     if isinstance(start, dict):
         lines.append(
             f"- Initialised from: {start.get('kind')} `{start.get('path')}` (recipe "
@@ -126,7 +127,7 @@ def _stream_section(stream: ExportedStream, metadata_entry: dict) -> list[str]:
             f"{start.get('backbone')} {start.get('modality')}, {start.get('num_classes')} "
             f"classes; classifier {'kept' if start.get('keeps_classifier') else 'new'})"
         )
-    teacher = record.get("distilled_from")
+    teacher = record.distilled_from
     if isinstance(teacher, dict):
         lines.append(
             f"- Distilled from: the flow {teacher.get('kind')} `{teacher.get('path')}` (recipe "
@@ -136,7 +137,7 @@ def _stream_section(stream: ExportedStream, metadata_entry: dict) -> list[str]:
             f"{train.distill_weight:g}, {_matched(train)}. The model reads "
             "RGB frames only: the teacher was used in training, not here"
         )
-    converted = record.get("converted_from")
+    converted = record.converted_from
     if isinstance(converted, dict):
         lines.append(
             f"- Weights: converted from the published PyTorch file `{converted.get('file_name')}`"
@@ -153,8 +154,8 @@ def _stream_section(stream: ExportedStream, metadata_entry: dict) -> list[str]:
             else " (no longer there)"
         ),
         f"- Training: {train.epochs} epochs, batch {train.batch_size}, {train.optimizer} "
-        f"lr {train.lr} ({train.decay} decay); {record.get('global_step', '?')} steps done, "
-        f"status {record.get('status', '?')}",
+        f"lr {train.lr} ({train.decay} decay); {steps} steps done, "
+        f"status {record.status or '?'}",
         f"- Validation at the end of training: accuracy "
         f"{_number(validation.get('accuracy'), percent=True)}, loss "
         f"{_number(validation.get('loss'))}",

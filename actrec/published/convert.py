@@ -303,7 +303,8 @@ def _write_run(out: Path, recipe, classes, record, network, source: Path) -> Non
     from actrec.config.files import dump_recipe
     from actrec.models.factory import build_model
     from actrec.published.weights import set_published_weights
-    from actrec.runs.folder import FINAL_WEIGHTS_FILE, RECIPE_FILE, write_run_record
+    from actrec.runs.folder import FINAL_WEIGHTS_FILE, RECIPE_FILE
+    from actrec.runs.record import RunRecord, write_run_record
     from actrec.runs.trained import without_pretrained_weights
 
     model = build_model(without_pretrained_weights(recipe).model, recipe.data, len(classes))
@@ -315,7 +316,7 @@ def _write_run(out: Path, recipe, classes, record, network, source: Path) -> Non
         temporary.mkdir()
         model.save_weights(str(temporary / FINAL_WEIGHTS_FILE))
         dump_recipe(recipe, temporary / RECIPE_FILE)
-        write_run_record(temporary, record)
+        write_run_record(temporary, RunRecord.from_json(record))
         temporary.rename(out)
     except BaseException:
         shutil.rmtree(temporary, ignore_errors=True)

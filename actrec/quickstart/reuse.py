@@ -16,7 +16,6 @@ from actrec.runs.folder import FINAL_WEIGHTS_FILE
 def evaluated(run_dir: Path, protocol, progress):
     """The run's evaluation: the saved one when it is of these weights and data (a second
     quickstart), else a new one."""
-
     saved = saved_run_evaluation(run_dir, protocol)
     if saved is not None:
         progress.message(f"{saved.out_dir} is already evaluated; kept")
@@ -27,7 +26,6 @@ def evaluated(run_dir: Path, protocol, progress):
 def export_is_current(export_dir: Path, run_dirs: list[Path]) -> bool:
     """Whether `export_dir` is a finished export of `run_dirs`, in this order, written after
     each run's final weights."""
-
     try:
         metadata = read_export_metadata(export_dir)
         exported_at = (export_dir / METADATA_FILE).stat().st_mtime_ns
@@ -42,7 +40,6 @@ def export_is_current(export_dir: Path, run_dirs: list[Path]) -> bool:
 def exported(run_dirs: list[Path], export_dir: Path, progress) -> Path:
     """`export_dir`, a two-stream SavedModel of `run_dirs`: kept when it is current, else
     written anew."""
-
     if export_is_current(export_dir, run_dirs):
         progress.message(f"{export_dir} is already exported from these runs; kept")
         return export_dir

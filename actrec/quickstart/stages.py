@@ -165,7 +165,6 @@ def _trained(recipe_name: str, overrides, prepared: Path, run_dir: Path, progres
 
 def _new_video(folder: Path, synthetic: SyntheticConfig) -> tuple[Path, str]:
     """A synthetic video of a class drawn with PREDICT_SEED: (path, its class)."""
-
     rng = np.random.default_rng(PREDICT_SEED)
     class_name = SYNTHETIC_CLASSES[int(rng.integers(len(SYNTHETIC_CLASSES)))]
     path = folder / f"new_{class_name}.avi"

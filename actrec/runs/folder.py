@@ -1,4 +1,4 @@
-"""The run folder `actrec train` writes: its file names, and run.json's one reader and writer.
+"""The run folder `actrec train` writes: its file names, and weights saved atomically.
 
     RUN/recipe.yaml        the resolved recipe (what `--resume` continues)
     RUN/run.json           data folder, classes, status, final metrics, the batch decision,
@@ -10,17 +10,16 @@
     RUN/best.weights.h5    the weights of the best validation top-1 (actrec.train.life.best)
 
 Training (actrec.train.run), evaluation and export (actrec.runs.trained) name these files
-through this module; only the chief worker writes them.
+through this module; only the chief worker writes them. run.json is read and written by
+actrec.runs.record (RunRecord).
 """
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
-from actrec.errors import ConfigError
-from actrec.files.atomic import commit_temporary, write_json_atomic
+from actrec.files.atomic import commit_temporary
 
 RECIPE_FILE = "recipe.yaml"
 RUN_FILE = "run.json"
@@ -30,41 +29,6 @@ FINAL_WEIGHTS_FILE = "final.weights.h5"
 BEST_WEIGHTS_FILE = "best.weights.h5"
 CHECKPOINT_DIR = "checkpoints"
 SCRATCH_DIR = ".worker-checkpoints"  # the checkpoints of the non-chief workers, deleted at once
-
-
-def read_run_record(run_dir: Path | str) -> dict:
-    """The run's run.json ({} when it is missing or unreadable)."""
-    try:
-        record = json.loads((Path(run_dir) / RUN_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return record if isinstance(record, dict) else {}
-
-
-def load_run_record(run_dir: Path | str) -> dict:
-    """The run.json of a run to evaluate or export; ConfigError naming the file when it cannot
-    be read or holds no class list."""
-    path = Path(run_dir) / RUN_FILE
-    try:
-        record = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as error:
-        raise ConfigError(f"{path}: cannot read the run record ({error})") from None
-    if not isinstance(record, dict) or not isinstance(record.get("classes"), list):
-        raise ConfigError(f"{path}: the run record has no class list; is this an actrec run?")
-    return record
-
-
-def write_run_record(run_dir: Path | str, record: dict) -> None:
-    """Replace run.json with `record` (atomically)."""
-    write_json_atomic(Path(run_dir) / RUN_FILE, record)
-
-
-def update_run_record(run_dir: Path | str, **values) -> dict:
-    """run.json with `values` set (a missing or unreadable record starts empty); the record."""
-    record = read_run_record(run_dir)
-    record.update(values)
-    write_run_record(run_dir, record)
-    return record
 
 
 def save_weights_atomically(model, path: Path) -> Path:

@@ -25,8 +25,8 @@ from actrec.runs.folder import (
     FINAL_WEIGHTS_FILE,
     RECIPE_FILE,
     RUN_FILE,
-    load_run_record,
 )
+from actrec.runs.record import RunRecord, load_run_record
 
 if TYPE_CHECKING:
     from actrec.config.recipe import Recipe
@@ -55,7 +55,7 @@ class TrainedRun:
     data_dir: Path | None
     prepare_settings: dict
     weights_path: Path
-    record: dict
+    record: RunRecord
     checkpoint: str = "final"
 
     @property
@@ -82,17 +82,16 @@ def _prepare_settings(data_dir: Path | None) -> dict:
     return settings if isinstance(settings, dict) else {}
 
 
-def _recorded_settings(record: dict) -> dict:
+def _recorded_settings(record: RunRecord) -> dict:
     """The preparation settings run.json records itself (a converted published model, which
     has no prepared folder: actrec.published.convert), {} when none."""
-    settings = record.get("prepare_settings")
+    settings = record.prepare_settings
     return dict(settings) if isinstance(settings, dict) else {}
 
 
 def load_trained_run(run_dir: Path | str, checkpoint: str = "final") -> TrainedRun:
     """The finished run in `run_dir` with its `checkpoint` weights ("final" or "best");
     ConfigError naming the file and the fix otherwise."""
-
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         raise ConfigError(
@@ -114,15 +113,15 @@ def load_trained_run(run_dir: Path | str, checkpoint: str = "final") -> TrainedR
     elif not weights_path.is_file():
         raise ConfigError(
             f"{run_dir} has no {FINAL_WEIGHTS_FILE}: its training has not finished (status "
-            f"{record.get('status', 'unknown')!r}); finish it with `actrec train --workdir "
+            f"{record.status or 'unknown'!r}); finish it with `actrec train --workdir "
             f"{run_dir} --data DATA --resume`"
         )
-    data = record.get("data")
+    data = record.data
     data_dir = Path(data) if isinstance(data, str) else None
     return TrainedRun(
         run_dir=run_dir,
         recipe=load_folder_recipe(run_dir, RECIPE_FILE, RUN_AGAIN),
-        classes=tuple(str(name) for name in record["classes"]),
+        classes=tuple(str(name) for name in record.classes),
         data_dir=data_dir,
         prepare_settings=_prepare_settings(data_dir) or _recorded_settings(record),
         weights_path=weights_path,
@@ -131,14 +130,14 @@ def load_trained_run(run_dir: Path | str, checkpoint: str = "final") -> TrainedR
     )
 
 
-def _best_weights(run_dir: Path, record: dict) -> Path:
+def _best_weights(run_dir: Path, record: RunRecord) -> Path:
     path = run_dir / BEST_WEIGHTS_FILE
     if path.is_file():
         return path
     raise ConfigError(
         f"{run_dir} has no {BEST_WEIGHTS_FILE}: the run validated on nothing (no val split, "
         "data.validation_holdout 0, or data.validation_split none; the test split is never "
-        f"used to choose) or has not validated yet (status {record.get('status', 'unknown')!r}); "
+        f"used to choose) or has not validated yet (status {record.status or 'unknown'!r}); "
         "use --checkpoint final, or train with data.validation_holdout=0.1"
     )
 
@@ -158,7 +157,6 @@ def resolve_data_dir(run: TrainedRun, data_dir: Path | str | None) -> Path:
 def build_trained_model(run: TrainedRun, num_segments: int | None = None):
     """The run's keras.Model with its trained weights, for T = `num_segments` (default the
     recipe's): frames [B, T, crop, crop, C] in the stored 0-255 scale -> logits [B, K]."""
-
     recipe = run.recipe
     if num_segments is not None and num_segments != recipe.data.num_segments:
         recipe = replace(recipe, data=replace(recipe.data, num_segments=num_segments))

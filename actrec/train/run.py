@@ -13,7 +13,8 @@ position without reading the clips before it (actrec.train.inputs.input_pipeline
 
 A run started from another (model.weights "run:PATH") takes the source's settings without
 weights (the temporal shift, the preprocessing) unless `given_settings` names them, and
-recipe.yaml holds them (actrec.train.start.source_settings).
+recipe.yaml holds them (actrec.train.start.source_settings). The recipe is decided once, in
+stages each with its own name (actrec.train.plan).
 
 train.batch_size / train.max_per_replica_batch "auto" are resolved before the model is built
 (actrec.train.memory.auto_batch): the chief probes, every worker receives the numbers, recipe.yaml
@@ -26,18 +27,40 @@ import time
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+import keras
+import numpy as np
+import tensorflow as tf
+
+from actrec.cluster.strategy import build_strategy, cluster_from_environment
+from actrec.cluster.worker_loss import is_collective_failure, worker_lost_error
+from actrec.data.format.integrity import data_loss_error
+from actrec.data.input.pipeline import batch_finisher
 from actrec.errors import DivergenceError
 from actrec.progress import NullProgress, Progress
 from actrec.runs.folder import FINAL_WEIGHTS_FILE, save_weights_atomically
-
-if TYPE_CHECKING:
-    import numpy as np
-
-    from actrec.train.life.checkpoint import Position
-    from actrec.train.life.epochs import Session
-    from actrec.train.memory.decision import BatchDecision
+from actrec.runs.record import RunRecordFile
+from actrec.train.inputs.class_balance import balance_summary, class_weights
+from actrec.train.inputs.input_pipelines import PhaseBatches
+from actrec.train.life.best import BestWeights
+from actrec.train.life.checkpoint import Position, RunCheckpoints
+from actrec.train.life.divergence import DivergenceGuard
+from actrec.train.life.epochs import Session, StepBudget, run_epochs
+from actrec.train.life.faults import NanInjection
+from actrec.train.life.metrics_log import MetricsLog, truncate_metrics
+from actrec.train.life.resume import restore_position, starts_afresh
+from actrec.train.life.run_record import (
+    finish_run_record,
+    record_status,
+    start_run_folder,
+    worker_change_note,
+)
+from actrec.train.loop.trainer import build_trainer
+from actrec.train.memory.budget import prepare_devices_for_probing
+from actrec.train.memory.decision import BatchDecision
+from actrec.train.memory.recipe_edits import auto_fields
+from actrec.train.plan import plan_run
+from actrec.train.start.starting_point import load_starting_weights
 
 __all__ = ["TrainSummary", "train"]
 
@@ -87,163 +110,103 @@ def train(
     run started from another keeps these, and takes the source's for the other settings
     without weights (actrec.train.start.source_settings); a recipe file's own values do not count.
     """
-    from actrec.cluster.strategy import cluster_from_environment
-
     started = time.monotonic()
     progress = progress or NullProgress()
     prepared_dir, run_dir = Path(prepared_dir), Path(run_dir)
+
+    # --- the cluster: the strategy before any TensorFlow op ---------------------------------
     cluster = cluster_from_environment(environ)
     strategy = _started_strategy(recipe, environ)
 
-    from actrec.config.validate import validate_recipe
-    from actrec.train.inputs.training_data import check_training_data, with_teacher
-    from actrec.train.life.resume import open_run_directory, restore_position, starts_afresh
-    from actrec.train.life.run_record import start_run_folder
-    from actrec.train.start.starting_point import (
-        load_starting_weights,
-        recipe_from_source,
-        starting_point,
-        training_recipe,
+    # --- the plan: the recipe decided once, the data checked, the folder judged ------------
+    plan = plan_run(
+        strategy,
+        cluster,
+        requested=recipe,
+        prepared_dir=prepared_dir,
+        run_dir=run_dir,
+        resume=resume,
+        given_settings=given_settings,
+        memory_budget=memory_budget,
+        progress=progress,
     )
+    data, start = plan.data, plan.start
+    classes, num_classes = data.info.classes, data.info.num_classes
+    if plan.decision is not None and on_batch_decision is not None:
+        on_batch_decision(plan.decision)
 
-    validate_recipe(recipe)
-    data = check_training_data(recipe, prepared_dir)
-    requested = recipe
-    recipe, has_run, previous = open_run_directory(
-        strategy, recipe, cluster, run_dir, resume, given_settings, data.info.classes
-    )
-    start = starting_point(recipe, data.info.classes, previous, given_settings)
-    recipe = recipe_from_source(recipe, start)
-    validate_recipe(recipe)
-    data = with_teacher(data, recipe, previous)  # a flow teacher, checked before any write
-    recipe, decision = _decided_batch(
-        strategy, requested, recipe, cluster, has_run, data, memory_budget, progress
-    )
-    if decision is not None and on_batch_decision is not None:
-        on_batch_decision(decision)
+    # --- the run folder: recipe.yaml and run.json's start (the chief alone writes) ---------
+    record_file = None
     if cluster.is_chief:
-        start_run_folder(
-            run_dir, recipe, prepared_dir, data, cluster, has_run, decision, previous, start
+        record_file = start_run_folder(
+            run_dir, plan=plan, prepared_dir=prepared_dir, num_workers=cluster.num_workers
         )
     if data.teacher is not None:
         progress.message(data.teacher.describe())
-        if data.teacher.note and not has_run:
+        if data.teacher.note and not plan.has_run:
             progress.message(data.teacher.note)
-    session = _session(
-        strategy,
-        training_recipe(recipe, start),
-        prepared_dir,
-        run_dir,
-        data,
-        cluster,
-        environ,
-        progress,
-    )
-    session.stop_after_steps = stop_after_steps
-    trainer = session.trainer
-    if start is not None and starts_afresh(session.checkpoints, resume):
-        for line in load_starting_weights(trainer.model, start, recipe, data.info.classes):
-            progress.message(line)
-    position, resumed_from = restore_position(
-        session.checkpoints, resume, trainer, session.divergence, data.info.num_classes, progress
-    )
-    session.metrics, session.best = _metrics_and_best(run_dir, cluster, trainer, resumed_from)
-    if cluster.is_chief and resumed_from:
-        from actrec.train.life.run_record import worker_change_note
 
-        note = worker_change_note(run_dir, previous, cluster.num_workers, trainer.step, recipe)
-        if note:
-            progress.message(note)
-    if data.validation.note:
-        progress.message(data.validation.note)
-    if recipe.train.class_balance != "none" and cluster.is_chief:
-        from actrec.train.inputs.class_balance import balance_summary
-
-        progress.message(balance_summary(recipe.train.class_balance, data.class_counts))
-    summary = TrainSummary(
-        run_dir, position.epoch, trainer.step, resumed_from=resumed_from, batch_decision=decision
-    )
-    _run_epochs_recorded(session, position, summary, run_dir)
-    session.batches.release()
-    summary.global_step = trainer.step
-    summary.num_all_reduces = trainer.num_all_reduces
-    summary.clips_decoded = int(session.batches.clips_decoded.numpy())
-    if cluster.is_chief:
-        _record_the_end(session, summary, run_dir)
-    summary.elapsed_seconds = time.monotonic() - started
-    return summary
-
-
-def _started_strategy(recipe, environ):
-    """The run's tf.distribute strategy, created before any TensorFlow op (GPU memory growth
-    first when the batch is probed, so that the probes can use the GPU)."""
-    from actrec.cluster.strategy import build_strategy
-    from actrec.train.memory.budget import prepare_devices_for_probing
-    from actrec.train.memory.recipe_edits import auto_fields
-
-    if auto_fields(recipe):
-        prepare_devices_for_probing()  # before the strategy starts TensorFlow's runtime
-    runtime = recipe.runtime
-    return build_strategy(
-        runtime.strategy, runtime.communication, environ, peer_timeout=runtime.peer_timeout
-    )
-
-
-def _decided_batch(strategy, requested, recipe, cluster, has_run, data, memory_budget, progress):
-    """(recipe, BatchDecision or None): the auto batch values resolved on every worker."""
-    from actrec.train.memory.auto_batch import resolve_auto_batch
-    from actrec.train.memory.recipe_edits import auto_fields
-
-    if not auto_fields(requested):
-        return recipe, None
-    # the same on every worker: they all take part
-    return resolve_auto_batch(
-        strategy, recipe, cluster, has_run, data.info, data.train_videos, memory_budget, progress
-    )
-
-
-def _session(strategy, recipe, prepared_dir, run_dir, data, cluster, environ, progress) -> Session:
-    """The seeded trainer, its divergence guard, checkpoints and input pipelines."""
-    import keras
-    import tensorflow as tf
-
-    from actrec.data.input.pipeline import batch_finisher
-    from actrec.train.inputs.class_balance import class_weights
-    from actrec.train.inputs.input_pipelines import PhaseBatches
-    from actrec.train.life.checkpoint import RunCheckpoints
-    from actrec.train.life.divergence import DivergenceGuard
-    from actrec.train.life.epochs import Session
-    from actrec.train.life.faults import NanInjection
-    from actrec.train.loop.trainer import build_trainer
-
-    keras.utils.set_random_seed(recipe.runtime.seed)
-    if recipe.runtime.deterministic:
+    # --- the model and its state: seeded trainer, divergence guard, checkpoints, inputs ----
+    recipe_trained = plan.training_recipe
+    keras.utils.set_random_seed(recipe_trained.runtime.seed)
+    if recipe_trained.runtime.deterministic:
         tf.config.experimental.enable_op_determinism()
     # The pipeline stops at decoded uint8 crops; flip, resize and scaling run with the model.
     injection = NanInjection(cluster.task_index, environ)  # ACTREC_INJECT_NAN, tests only
+    balance = recipe_trained.train.class_balance
     trainer = build_trainer(
         strategy,
-        recipe,
-        data.info.num_classes,
+        recipe_trained,
+        num_classes,
         injection.wrap(batch_finisher(data.train_spec, data.teacher_spec)),
         data.teacher,
-        class_weights=(
-            class_weights(data.class_counts) if recipe.train.class_balance == "weights" else None
-        ),
+        class_weights=class_weights(data.class_counts) if balance == "weights" else None,
     )
-    divergence = DivergenceGuard(recipe.train)
-    clips_decoded = tf.Variable(0, dtype=tf.int64, trainable=False)  # by this process
+    divergence = DivergenceGuard(recipe_trained.train)
     checkpoints = RunCheckpoints(
         run_dir,
         {**trainer.checkpoint_items(), **divergence.checkpoint_items()},
         is_chief=cluster.is_chief,
         worker_index=cluster.task_index,
-        keep=recipe.runtime.keep_checkpoints,
-        num_classes=data.info.num_classes,
+        keep=recipe_trained.runtime.keep_checkpoints,
+        num_classes=num_classes,
     )
-    batches = PhaseBatches(recipe, prepared_dir, data, trainer, divergence, clips_decoded)
-    return Session(
-        recipe=recipe,
+    clips_decoded = tf.Variable(0, dtype=tf.int64, trainable=False)  # by this process
+    batches = PhaseBatches(recipe_trained, prepared_dir, data, trainer, divergence, clips_decoded)
+
+    # --- where it starts: the source's weights, or a checkpoint ----------------------------
+    if start is not None and starts_afresh(checkpoints, resume):
+        for line in load_starting_weights(trainer.model, start, plan.recipe, classes):
+            progress.message(line)
+    position, resumed_from = restore_position(
+        checkpoints, resume, trainer, divergence, num_classes, progress
+    )
+
+    # --- what the epochs write: metrics.jsonl (from the resumed step), the best weights ----
+    metrics = MetricsLog(run_dir, cluster.is_chief)
+    if cluster.is_chief and resumed_from:
+        truncate_metrics(metrics.path, trainer.step)
+    best = BestWeights(run_dir, record_file, trainer.step)
+
+    # --- notes for the user -----------------------------------------------------------------
+    if record_file is not None and resumed_from:
+        note = worker_change_note(
+            record_file,
+            workers_before=plan.previous.workers,
+            num_workers=cluster.num_workers,
+            step=trainer.step,
+            recipe=plan.recipe,
+        )
+        if note:
+            progress.message(note)
+    if data.validation.note:
+        progress.message(data.validation.note)
+    if balance != "none" and cluster.is_chief:
+        progress.message(balance_summary(balance, data.class_counts))
+
+    # --- the epochs --------------------------------------------------------------------------
+    session = Session(
+        recipe=recipe_trained,
         prepared_dir=prepared_dir,
         data=data,
         cluster=cluster,
@@ -253,32 +216,50 @@ def _session(strategy, recipe, prepared_dir, run_dir, data, cluster, environ, pr
         injection=injection,
         batches=batches,
         progress=progress,
+        metrics=metrics,
+        best=best,
+        budget=StepBudget(stop_after_steps),
+    )
+    summary = TrainSummary(
+        run_dir,
+        position.epoch,
+        trainer.step,
+        resumed_from=resumed_from,
+        batch_decision=plan.decision,
+    )
+    _run_epochs_recorded(session, position, summary, record_file)
+
+    # --- the end: the final weights and run.json's final record ----------------------------
+    batches.release()
+    summary.global_step = trainer.step
+    summary.num_all_reduces = trainer.num_all_reduces
+    summary.clips_decoded = int(clips_decoded.numpy())
+    if record_file is not None:
+        if not (summary.preempted or summary.stopped_early):
+            summary.weights_path = save_weights_atomically(
+                trainer.model, run_dir / FINAL_WEIGHTS_FILE
+            )
+        finish_run_record(record_file, summary, divergence)
+    summary.elapsed_seconds = time.monotonic() - started
+    return summary
+
+
+def _started_strategy(recipe, environ):
+    """The run's tf.distribute strategy, created before any TensorFlow op (GPU memory growth
+    first when the batch is probed, so that the probes can use the GPU)."""
+    if auto_fields(recipe):
+        prepare_devices_for_probing()  # before the strategy starts TensorFlow's runtime
+    runtime = recipe.runtime
+    return build_strategy(
+        runtime.strategy, runtime.communication, environ, peer_timeout=runtime.peer_timeout
     )
 
 
-def _metrics_and_best(run_dir: Path, cluster, trainer, resumed_from):
-    """(MetricsLog, BestWeights): the metrics log (its lines after a resumed checkpoint
-    dropped) and the best validation so far."""
-    from actrec.train.life.best import BestWeights
-    from actrec.train.life.metrics_log import MetricsLog, truncate_metrics
-
-    metrics = MetricsLog(run_dir, cluster.is_chief)
-    if cluster.is_chief and resumed_from:
-        truncate_metrics(metrics.path, trainer.step)
-    return metrics, BestWeights(run_dir, cluster.is_chief, trainer.step)
-
-
 def _run_epochs_recorded(
-    session: Session, position: Position, summary: TrainSummary, run_dir: Path
+    session: Session, position: Position, summary: TrainSummary, record_file: RunRecordFile | None
 ) -> None:
-    """run_epochs with SIGTERM caught; a damaged shard or a divergence recorded in run.json."""
-    import tensorflow as tf
-
-    from actrec.data.format.integrity import data_loss_error
-    from actrec.train.life.epochs import run_epochs
-    from actrec.train.life.run_record import record_status
-
-    is_chief = session.cluster.is_chief
+    """run_epochs with SIGTERM caught; a damaged shard, a divergence or a lost worker
+    recorded in run.json (`record_file`: the chief's, None on the other workers)."""
     session.termination.install()
     try:
         run_epochs(session, position, summary)
@@ -288,35 +269,22 @@ def _run_epochs_recorded(
             "--resume once the data is repaired"
         )
         damaged = data_loss_error(session.prepared_dir, session.data.splits_read, error, kept)
-        if is_chief:
-            record_status(run_dir, "damaged-data", str(damaged))
+        if record_file is not None:
+            record_status(record_file, "damaged-data", str(damaged))
         raise damaged from None
     except DivergenceError as error:
-        if is_chief:
-            record_status(run_dir, "diverged", str(error))
+        if record_file is not None:
+            record_status(record_file, "diverged", str(error))
         raise
     except Exception as error:
-        from actrec.cluster.worker_loss import is_collective_failure, worker_lost_error
-
         if session.cluster.num_workers < 2 or not is_collective_failure(error):
             raise
         lost = worker_lost_error(
             error, session.cluster, session.trainer.step, session.checkpoints.latest_path()
         )
-        if is_chief:
-            record_status(run_dir, "worker-lost", str(lost))
+        if record_file is not None:
+            record_status(record_file, "worker-lost", str(lost))
         raise lost from None
     finally:
         session.termination.uninstall()
         session.metrics.close()
-
-
-def _record_the_end(session: Session, summary: TrainSummary, run_dir: Path) -> None:
-    """The final weights (a finished run) and run.json's final record (chief only)."""
-    from actrec.train.life.run_record import finish_run_record
-
-    if not (summary.preempted or summary.stopped_early):
-        summary.weights_path = save_weights_atomically(
-            session.trainer.model, run_dir / FINAL_WEIGHTS_FILE
-        )
-    finish_run_record(run_dir, summary, session.divergence)

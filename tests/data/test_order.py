@@ -12,6 +12,7 @@ import pytest
 from actrec.config.files import load_recipe
 from actrec.data.input import order
 from actrec.errors import ConfigError
+from actrec.runs.record import RunRecord
 from actrec.train.life.resume import check_worker_count
 
 
@@ -61,12 +62,12 @@ def test_evaluation_reads_the_split_in_order_once():
 
 def test_a_kavg_run_cannot_change_its_number_of_workers(tmp_path):
     recipe = load_recipe("synthetic-flow")
-    check_worker_count(tmp_path, recipe, {"workers": 2}, 1)  # allreduce: allowed
+    check_worker_count(tmp_path, recipe, RunRecord(workers=2), 1)  # allreduce: allowed
     kavg = dataclasses.replace(recipe, train=dataclasses.replace(recipe.train, sync="kavg"))
-    check_worker_count(tmp_path, kavg, {"workers": 2}, 2)  # the same number: allowed
-    check_worker_count(tmp_path, kavg, {}, 1)  # a run.json from before the record: allowed
+    check_worker_count(tmp_path, kavg, RunRecord(workers=2), 2)  # the same number: allowed
+    check_worker_count(tmp_path, kavg, RunRecord(), 1)  # a run.json from before the record: allowed
     with pytest.raises(ConfigError) as error:
-        check_worker_count(tmp_path, kavg, {"workers": 2}, 1)
+        check_worker_count(tmp_path, kavg, RunRecord(workers=2), 1)
     message = str(error.value)
     assert str(tmp_path) in message and "train.sync=kavg on 2 workers" in message
     assert "cannot continue on 1" in message and "resume it on 2 workers" in message

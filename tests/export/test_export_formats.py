@@ -15,6 +15,7 @@ import pytest
 from actrec.errors import ConfigError
 from actrec.export.formats.registry import export_format, format_names
 from actrec.export.writer import export_runs
+from actrec.runs.record import RunRecord
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 FORMAT_NAME_COMPARISONS = re.compile(
@@ -124,7 +125,7 @@ def test_a_run_starts_from_the_formats_that_keep_weights_and_is_refused_by_the_o
     classes = load_trained_run(tiny_runs["rgb"]).classes
     recipe = apply_overrides(load_recipe("synthetic-rgb"), [f"model.weights=run:{tiny_tflite}"])
     with pytest.raises(ConfigError) as refused:
-        starting_point(recipe, classes, {})
+        starting_point(recipe, classes, RunRecord())
     assert "a TFLite model export (--format tflite) holds weights converted for inference" in (
         str(refused.value)
     )

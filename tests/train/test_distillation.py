@@ -27,6 +27,7 @@ from actrec.data.input.clips import stack_flow_frames
 from actrec.data.input.pipeline import batch_finisher, build_dataset
 from actrec.errors import ConfigError, DatasetError
 from actrec.runs.folder import FINAL_WEIGHTS_FILE, METRICS_FILE, RUN_FILE
+from actrec.runs.record import RunRecord
 from actrec.train.distillation.teacher import teacher_clip_spec, teacher_of
 from actrec.train.run import train
 
@@ -71,7 +72,7 @@ def test_the_teachers_clips_are_the_flow_of_the_students_frames_crop_and_flip(ti
     prepared = tiny_runs["prepared"]
     student = ClipSpec("rgb", 3, crop_size=32, flip=True, scales=(1.0, 0.875, 0.75, 0.66))
     recipe = _student(tiny_runs["flow"])
-    teacher = teacher_clip_spec(student, teacher_of(recipe, dataset_info(prepared), {}))
+    teacher = teacher_clip_spec(student, teacher_of(recipe, dataset_info(prepared), RunRecord()))
     assert (teacher.modality, teacher.new_length, teacher.num_segments) == ("flow", 2, 3)
     videos = {
         video_id: records.decode_video(video_records)
@@ -256,10 +257,10 @@ def test_a_teacher_of_other_classes_gives_features_only(tiny_runs, tmp_path):
     manifest["classes"] = [*manifest["classes"][:-1], "SomethingElse"]
     (prepared / "manifest.json").write_text(json.dumps(manifest))
     info = dataset_info(prepared)
-    teacher = teacher_of(_student(tiny_runs["flow"]), info, {})
+    teacher = teacher_of(_student(tiny_runs["flow"]), info, RunRecord())
     assert "trained on other classes (8) than the data's (8): only its features" in teacher.note
     with pytest.raises(ConfigError, match="distill_features=logits matches the teacher's class"):
-        teacher_of(_student(tiny_runs["flow"], "train.distill_features=logits"), info, {})
+        teacher_of(_student(tiny_runs["flow"], "train.distill_features=logits"), info, RunRecord())
 
 
 def _segment_like(width: int, name: str):

@@ -17,6 +17,7 @@ from actrec.config.files import load_recipe
 from actrec.config.overrides import apply_overrides
 from actrec.models.segment_model import build_segment_model, segment_backbone
 from actrec.models.transfer import transfer_weights
+from actrec.runs.record import RunRecord
 
 TINY = dict(backbone="test_mobilenet_v2", input_size=32, num_segments=2, weights="none")
 CLASSES = tuple(f"class{k}" for k in range(4))
@@ -150,7 +151,7 @@ def _assert_flow_export_initialises_the_trained_weights(export, flow_run) -> Non
         load_recipe("synthetic-flow"),
         [*TINY_SETTINGS, "data.new_length=2", f"model.weights=run:{export}"],
     )
-    start = starting_point(recipe, classes, {})
+    start = starting_point(recipe, classes, RunRecord())
     assert (start.kind, start.modality, start.keeps_classifier) == ("export", "flow", True)
     model = build_segment_model(num_classes=len(classes), modality="flow", new_length=2, **TINY)
     lines = load_starting_weights(model, start, recipe, classes)

@@ -12,7 +12,7 @@ from actrec.config.files import dump_recipe, load_recipe
 from actrec.config.overrides import apply_overrides, overridden_settings
 from actrec.config.recipe import SHIFT_SETTINGS, ModelConfig
 from actrec.errors import ConfigError
-from actrec.runs.folder import write_run_record
+from actrec.runs.record import RunRecord, write_run_record
 from actrec.train.start.source_settings import (
     INHERITED_SETTINGS,
     source_settings,
@@ -170,11 +170,11 @@ def test_the_record_round_trips_and_a_resumed_run_reuses_what_it_inherited(tmp_p
     earlier = {key: value for key, value in record.items() if key not in settings.to_json()}
     assert StartingPoint.from_json(earlier).settings.lines() == []  # recorded before them
 
-    run_record = {"initialised_from": record}
+    run_record = RunRecord(initialised_from=record)
     assert with_recorded_inheritance(recipe, run_record).model.shift_fraction == 0.25
     given = {"model.shift_fraction"}
     assert with_recorded_inheritance(recipe, run_record, given).model.shift_fraction == 0.125
-    assert with_recorded_inheritance(recipe, {}) == recipe
+    assert with_recorded_inheritance(recipe, RunRecord()) == recipe
 
 
 def test_resuming_with_the_command_that_started_the_run_is_not_refused(tmp_path):
@@ -189,7 +189,7 @@ def test_resuming_with_the_command_that_started_the_run_is_not_refused(tmp_path)
     dump_recipe(with_inherited(recipe, settings.inherited), run_dir / "recipe.yaml")
     start = StartingPoint("/s", "run", "synthetic-tsm", "tsm", "mobilenet_v2", "rgb", 8, True)
     start = StartingPoint(**{**start.__dict__, "settings": settings})
-    write_run_record(run_dir, {"classes": [], "initialised_from": start.to_json()})
+    write_run_record(run_dir, RunRecord(classes=(), initialised_from=start.to_json()))
     chief = ClusterInfo(1, 0, True, "local")
     resumed, has_run, _ = open_run_directory(None, recipe, chief, run_dir, "latest")
     assert has_run and resumed.model.shift_fraction == 0.25

@@ -9,7 +9,7 @@ import pytest
 from actrec.cluster.strategy import ClusterInfo
 from actrec.config.files import dump_recipe, load_recipe
 from actrec.errors import ConfigError
-from actrec.runs.folder import write_run_record
+from actrec.runs.record import RunRecord, write_run_record
 from actrec.train.life.resume import open_run_directory
 
 TRAINED = ["MoveLeft", "MoveRight", "ZoomIn"]
@@ -20,7 +20,7 @@ def run_dir(tmp_path):
     folder = tmp_path / "run"
     folder.mkdir()
     dump_recipe(load_recipe("synthetic-rgb"), folder / "recipe.yaml")
-    write_run_record(folder, {"classes": TRAINED})
+    write_run_record(folder, RunRecord(classes=tuple(TRAINED)))
     return folder
 
 

@@ -179,7 +179,6 @@ def iter_shard_videos(path: Path | str) -> Iterator[tuple[object, tuple[bytes, .
 
 def iter_split_videos(prepared_dir: Path | str, split: str):
     """(video id, its records) of every video of `split`, in the split's order."""
-
     prepared_dir = Path(prepared_dir)
     for path in shard_paths(prepared_dir, read_manifest(prepared_dir), split):
         for header, video_records in iter_shard_videos(path):

@@ -39,7 +39,6 @@ class DryRunReport:
 
 def validate_settings(settings: PrepareSettings) -> None:
     """ConfigError for a setting that cannot work (checked before anything is written)."""
-
     FrameSize.parse(settings.frame_size)
     if settings.flow != "none":
         create_flow_estimator(settings.flow)

@@ -23,6 +23,7 @@ from actrec.export.formats.registry import format_of_export
 from actrec.export.metadata import METADATA_FILE, load_export_recipe, read_export_metadata
 from actrec.models.factory import build_model
 from actrec.runs.folder import FINAL_WEIGHTS_FILE, RUN_FILE
+from actrec.runs.record import RunRecord
 from actrec.runs.trained import load_trained_run, without_pretrained_weights
 
 RECORD_KEY = "distilled_from"
@@ -76,21 +77,21 @@ class Teacher:
         )
 
 
-def teacher_of(recipe, info, previous: dict) -> Teacher | None:
+def teacher_of(recipe, info, previous: RunRecord) -> Teacher | None:
     """The checked teacher of `recipe` (train.distill_from) for data `info`
     (actrec.data.input.clip_spec.DatasetInfo), None without distillation. `previous`: the
-    run's run.json when it resumes ({} for a new run): its teacher must be the same one.
-    ConfigError / DatasetError naming the teacher, the data and the fix."""
+    run's run.json when it resumes (an empty RunRecord for a new run): its teacher must be
+    the same one. ConfigError / DatasetError naming the teacher, the data and the fix."""
     given = recipe.train.distill_from
     if given is None:
-        if isinstance(previous.get(RECORD_KEY), dict):
+        if isinstance(previous.distilled_from, dict):
             raise ConfigError(
-                f"this run was distilled from {previous[RECORD_KEY]['path']}; resume it with "
+                f"this run was distilled from {previous.distilled_from['path']}; resume it with "
                 "the same teacher (the run's recipe.yaml names it), or start a new run"
             )
         return None
     teacher = _check_student(_read_teacher(Path(given)), recipe, info)
-    recorded = previous.get(RECORD_KEY)
+    recorded = previous.distilled_from
     if isinstance(recorded, dict) and recorded.get("sha256") != teacher.sha256:
         raise ConfigError(
             f"the teacher {teacher.path} is not the one this run started with: its weights' "
@@ -105,7 +106,6 @@ def teacher_clip_spec(student_spec, teacher: Teacher):
     """The teacher's ClipSpec beside a student's: the teacher's flow stack length and crop
     size, the student's segments (the teacher sees the flow of the student's frames: a
     segment model's weights hold no segment count), crop box and flip."""
-
     values = {item.name: getattr(student_spec, item.name) for item in fields(student_spec)}
     data = teacher.recipe.data
     values.update(
@@ -116,7 +116,6 @@ def teacher_clip_spec(student_spec, teacher: Teacher):
 
 def teacher_recipe_for(teacher: Teacher, num_segments: int):
     """The teacher's recipe at the student's segment count, without pretrained weights."""
-
     recipe = teacher.recipe
     recipe = replace(recipe, data=replace(recipe.data, num_segments=num_segments))
     return without_pretrained_weights(recipe)

@@ -23,7 +23,6 @@ def training_class_counts(
 ) -> tuple[int, ...]:
     """The clips of each class [num_classes] in the prepared `split`, less the validation
     hold-out (video ids); unlabelled clips (label -1) are not counted."""
-
     held_out = set(held_out)
     counts = [0] * num_classes
     for video in split_videos(prepared_dir, read_manifest(prepared_dir), split):

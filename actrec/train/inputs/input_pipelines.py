@@ -40,7 +40,6 @@ def teardown_pending() -> bool:
 
 def batch_phase_start(train_config, epoch: int) -> int:
     """The first epoch of the run of epochs that share `epoch`'s global batch."""
-
     batch = global_batch_size(train_config, epoch)
     while epoch > 0 and global_batch_size(train_config, epoch - 1) == batch:
         epoch -= 1

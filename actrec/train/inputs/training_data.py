@@ -14,6 +14,7 @@ from actrec.data.format.integrity import check_shard_sizes
 from actrec.data.format.manifest import read_manifest
 from actrec.data.input.clip_spec import check_clip_spec, clip_spec, dataset_info
 from actrec.errors import ConfigError
+from actrec.runs.record import RunRecord
 from actrec.train.distillation.teacher import teacher_clip_spec, teacher_of
 from actrec.train.inputs.class_balance import training_class_counts
 from actrec.train.inputs.validation import validation_plan
@@ -54,7 +55,6 @@ class TrainingData:
 def check_training_data(recipe, prepared_dir: Path) -> TrainingData:
     """`prepared_dir` checked against `recipe`; ConfigError / DatasetError when it cannot
     be trained on."""
-
     info = dataset_info(prepared_dir)
     train_spec, eval_spec = clip_spec(recipe, training=True), clip_spec(recipe, training=False)
     check_clip_spec(info, train_spec)
@@ -76,10 +76,10 @@ def check_training_data(recipe, prepared_dir: Path) -> TrainingData:
     )
 
 
-def with_teacher(data: TrainingData, recipe, previous: dict) -> TrainingData:
+def with_teacher(data: TrainingData, recipe, previous: RunRecord) -> TrainingData:
     """`data` with the recipe's checked flow teacher (train.distill_from) and its clip spec
     (actrec.train.distillation.teacher); unchanged without distillation. `previous`: the
-    resumed run's run.json ({} for a new run)."""
+    resumed run's run.json (an empty RunRecord for a new run)."""
     from dataclasses import replace
 
     teacher = teacher_of(recipe, data.info, previous)

@@ -47,7 +47,6 @@ class ValidationPlan:
 
 def validation_plan(recipe, manifest: dict) -> ValidationPlan:
     """The plan for `recipe` on the prepared data whose manifest is `manifest`."""
-
     data = recipe.data
     available = {
         split: int(info.get("videos", 0)) for split, info in manifest.get("splits", {}).items()

@@ -11,12 +11,8 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from actrec.runs.folder import (
-    BEST_WEIGHTS_FILE,
-    read_run_record,
-    save_weights_atomically,
-    write_run_record,
-)
+from actrec.runs.folder import BEST_WEIGHTS_FILE, save_weights_atomically
+from actrec.runs.record import RunRecordFile
 
 BEST_KEY = "best"
 
@@ -24,21 +20,21 @@ BEST_KEY = "best"
 class BestWeights:
     """The best validation so far, its weights file and its entry in the run record.
 
-    run_dir: the run folder; run.json's "best" entry is read (resumed runs), kept up to date
-    and dropped with the file when it comes from beyond `resumed_step` (a resume from an
-    older checkpoint redoes that part).
+    run_dir: the run folder; record_file: the chief's run.json (None on the other workers),
+    whose "best" entry (a resumed run's) is kept up to date and dropped with the file when it
+    comes from beyond `resumed_step` (a resume from an older checkpoint redoes that part).
     """
 
-    def __init__(self, run_dir: Path, is_chief: bool, resumed_step: int):
-        self.run_dir = Path(run_dir)
-        self.path = self.run_dir / BEST_WEIGHTS_FILE
-        self.is_chief = is_chief
-        previous = read_run_record(self.run_dir).get(BEST_KEY) if is_chief else None
+    def __init__(self, run_dir: Path, record_file: RunRecordFile | None, resumed_step: int):
+        self.path = Path(run_dir) / BEST_WEIGHTS_FILE
+        self.record_file = record_file
+        self.is_chief = record_file is not None
+        previous = None if record_file is None else record_file.record.best
         valid = isinstance(previous, dict) and previous.get("global_step", 0) <= resumed_step
         self.best = previous if valid else None
-        if is_chief and not valid:
+        if record_file is not None and not valid:
             self.path.unlink(missing_ok=True)
-            self._write_entry()
+            record_file.update(best=None)
 
     def update(self, model, epoch: int, global_step: int, split: str, validation: dict) -> bool:
         """Keep `model`'s weights when `validation["accuracy"]` beats the best (every worker
@@ -55,15 +51,7 @@ class BestWeights:
             "split": split,
             "file": BEST_WEIGHTS_FILE,
         }
-        if self.is_chief:
+        if self.record_file is not None:
             save_weights_atomically(model, self.path)
-            self._write_entry()
+            self.record_file.update(best=self.best)
         return True
-
-    def _write_entry(self) -> None:
-        record = read_run_record(self.run_dir)
-        if self.best is None:
-            record.pop(BEST_KEY, None)
-        else:
-            record[BEST_KEY] = self.best
-        write_run_record(self.run_dir, record)

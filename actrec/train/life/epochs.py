@@ -34,9 +34,25 @@ if TYPE_CHECKING:
 
 
 @dataclass
+class StepBudget:
+    """The optimizer steps one call of `train` may take (`limit`, None: no limit) and has
+    taken."""
+
+    limit: int | None = None
+    taken: int = 0
+
+    def take(self) -> None:
+        self.taken += 1
+
+    @property
+    def spent(self) -> bool:
+        return self.limit is not None and self.taken >= self.limit
+
+
+@dataclass(frozen=True)
 class Session:
-    """The parts one call of `train` works with (built in actrec.train.run; metrics and
-    best are set once the checkpoint is restored, before the epochs run)."""
+    """The parts one call of `train` works with, complete when built (in actrec.train.run,
+    once the checkpoint is restored); the parts keep their own state."""
 
     recipe: Recipe
     prepared_dir: Path
@@ -48,18 +64,16 @@ class Session:
     injection: NanInjection
     batches: PhaseBatches
     progress: Progress
+    metrics: MetricsLog
+    best: BestWeights
+    budget: StepBudget = field(default_factory=StepBudget)
     termination: TerminationFlag = field(default_factory=TerminationFlag)
-    metrics: MetricsLog | None = None
-    best: BestWeights | None = None
-    stop_after_steps: int | None = None
-    steps_this_call: int = 0
 
 
 def run_epochs(session: Session, position: Position, summary) -> None:
     """Train from `position` to the last epoch, or until preempted or out of steps; fills
     `summary` (epochs_done, preempted, stopped_early, validation; an
     actrec.train.run.TrainSummary, untyped here because run.py imports this module)."""
-
     recipe, trainer = session.recipe, session.trainer
     replicas = trainer.num_replicas_in_sync
     for epoch in range(position.epoch, recipe.train.epochs):
@@ -79,8 +93,7 @@ def run_epochs(session: Session, position: Position, summary) -> None:
             and ((epoch + 1) % every_validation == 0 or epoch + 1 == recipe.train.epochs)
         ):
             _validate(session, epoch, plan, summary)
-        stop_after_steps = session.stop_after_steps
-        if stop_after_steps is not None and session.steps_this_call >= stop_after_steps:
+        if session.budget.spent:
             summary.stopped_early = epoch + 1 < recipe.train.epochs
             break
 
@@ -101,7 +114,6 @@ def _log_epoch_start(session: Session, epoch: int, plan: EpochPlan) -> None:
 def _train_epoch(session: Session, epoch: int, plan: EpochPlan, first_step: int, summary) -> bool:
     """The optimizer steps of `epoch` from `first_step`; whether training stopped before the
     epoch's end (preempted or out of steps)."""
-
     recipe, trainer, divergence = session.recipe, session.trainer, session.divergence
     progress = session.progress
     batches = session.batches.for_epoch(epoch, plan, first_step)
@@ -121,11 +133,10 @@ def _train_epoch(session: Session, epoch: int, plan: EpochPlan, first_step: int,
         values = trainer.train_step(next(batches), rate, plan.accumulation_steps)
         step += 1
         clips_per_second = plan.global_batch / max(time.monotonic() - step_started, 1e-9)
-        session.steps_this_call += 1
+        session.budget.take()
         divergence.observe(values["loss"])
         _show_step(session, epoch, step, plan, values, rate, clips_per_second)
-        stop_after_steps = session.stop_after_steps
-        budget_spent = stop_after_steps is not None and session.steps_this_call >= stop_after_steps
+        budget_spent = session.budget.spent
         every = recipe.runtime.checkpoint_every_steps
         saving = budget_spent or (every > 0 and trainer.step % every == 0)
         saving = saving or step == plan.steps_per_epoch
@@ -206,7 +217,6 @@ def _show_step(
 
 def _validate(session: Session, epoch: int, plan: EpochPlan, summary) -> None:
     """Validate after `epoch`, keep the best weights, log and show the result."""
-
     trainer, validation = session.trainer, session.data.validation
     eval_batch = max(1, plan.per_replica_batch)
     dataset = validation_dataset(session.prepared_dir, session.data, eval_batch)

@@ -12,7 +12,8 @@ from pathlib import Path
 from actrec.cluster.collectives import agreed_flag
 from actrec.config.files import load_recipe, recipe_to_dict
 from actrec.errors import ActrecError, ConfigError, OutputError
-from actrec.runs.folder import RECIPE_FILE, read_run_record
+from actrec.runs.folder import RECIPE_FILE
+from actrec.runs.record import RunRecord, read_run_record
 from actrec.train.life.checkpoint import Position
 from actrec.train.memory.recipe_edits import auto_fields, with_saved_decision
 from actrec.train.start.source_settings import with_recorded_inheritance
@@ -38,7 +39,6 @@ def check_run_directory(run_dir: Path, resume: str | None) -> bool:
 
 def check_same_recipe(run_dir: Path, recipe) -> None:
     """ConfigError naming the differences when `recipe` is not the one `run_dir` trained."""
-
     saved = load_recipe(str(run_dir / RECIPE_FILE))
     old, new = recipe_to_dict(saved), recipe_to_dict(recipe)
     differences = [
@@ -55,13 +55,13 @@ def check_same_recipe(run_dir: Path, recipe) -> None:
         )
 
 
-def check_worker_count(run_dir: Path, recipe, previous_record: dict, num_workers: int) -> None:
+def check_worker_count(run_dir: Path, recipe, previous_record: RunRecord, num_workers: int) -> None:
     """ConfigError when the run in `run_dir`, last trained on the workers its run.json
     records, cannot continue on `num_workers`: K-step averaging keeps state per worker (its
     local steps, and Adam's moments with adam_state "local") that no checkpoint holds for
     another number of workers. An all-reduce run can: the global batch and the example
     stream stay the same (actrec.data.input.order)."""
-    before = previous_record.get("workers")
+    before = previous_record.workers
     if before is None or before == num_workers or recipe.train.sync != "kavg":
         return
     raise ConfigError(
@@ -72,12 +72,12 @@ def check_worker_count(run_dir: Path, recipe, previous_record: dict, num_workers
     )
 
 
-def check_same_classes(run_dir: Path, previous_record: dict, classes) -> None:
+def check_same_classes(run_dir: Path, previous_record: RunRecord, classes) -> None:
     """ConfigError when the data a run resumes on holds other classes than it trained on, or
     the same ones in another order: its classifier's rows and the records' labels would no
     longer agree (a new run from it, `--init-from`, maps them by name)."""
-    trained = previous_record.get("classes")
-    if classes is None or not isinstance(trained, list) or list(classes) == trained:
+    trained = None if previous_record.classes is None else list(previous_record.classes)
+    if classes is None or trained is None or list(classes) == trained:
         return
     if sorted(classes) == sorted(trained):
         moved = next(name for name, other in zip(classes, trained, strict=True) if name != other)
@@ -100,23 +100,21 @@ def check_same_classes(run_dir: Path, previous_record: dict, classes) -> None:
 def open_run_directory(
     strategy, recipe, cluster, run_dir: Path, resume: str | None, given_settings=(), classes=None
 ):
-    """(recipe, has_run, the previous run.json): the chief's verdict on `run_dir`, agreed by
-    every worker. A resumed run's recipe takes the auto batch numbers its recipe.yaml holds,
-    and the settings its run.json records as inherited from its starting point (except
-    those in `given_settings`, the command line's; actrec.train.start.source_settings); its data's
-    `classes` must be those it trained on, in the same order."""
-
-    has_run, refusal, previous_record = False, None, {}
+    """(the resumed recipe, has_run, the previous run.json's RunRecord, empty for a new run):
+    the chief's verdict on `run_dir`, agreed by every worker. A resumed run's recipe is
+    `recipe` with the auto batch numbers its recipe.yaml holds and the settings its run.json
+    records as inherited from its starting point (except those in `given_settings`, the
+    command line's; actrec.train.start.source_settings); its data's `classes` must be those
+    it trained on, in the same order. A new run's is `recipe`."""
+    resumed, has_run, refusal, previous_record = recipe, False, None, RunRecord()
     if cluster.is_chief:
         try:
             has_run = check_run_directory(run_dir, resume)
             if has_run:
-                if auto_fields(recipe):  # the run's recipe.yaml holds the numbers it chose
-                    recipe = with_saved_decision(recipe, load_recipe(str(run_dir / RECIPE_FILE)))
                 previous_record = read_run_record(run_dir)
-                recipe = with_recorded_inheritance(recipe, previous_record, given_settings)
-                check_same_recipe(run_dir, recipe)
-                check_worker_count(run_dir, recipe, previous_record, cluster.num_workers)
+                resumed = _resumed_recipe(recipe, run_dir, previous_record, given_settings)
+                check_same_recipe(run_dir, resumed)
+                check_worker_count(run_dir, resumed, previous_record, cluster.num_workers)
                 check_same_classes(run_dir, previous_record, classes)
         except ActrecError as error:
             refusal = error
@@ -124,7 +122,16 @@ def open_run_directory(
         raise refusal or OutputError(
             f"the chief worker refused --workdir {run_dir}; its output says why"
         )
-    return recipe, has_run, previous_record
+    return resumed, has_run, previous_record
+
+
+def _resumed_recipe(recipe, run_dir: Path, previous_record: RunRecord, given_settings):
+    """`recipe` with the auto numbers the run's recipe.yaml holds and the settings its
+    run.json records as inherited."""
+    saved = recipe
+    if auto_fields(recipe):  # the run's recipe.yaml holds the numbers it chose
+        saved = with_saved_decision(recipe, load_recipe(str(run_dir / RECIPE_FILE)))
+    return with_recorded_inheritance(saved, previous_record, given_settings)
 
 
 def starts_afresh(checkpoints, resume: str | None) -> bool:
@@ -135,7 +142,6 @@ def starts_afresh(checkpoints, resume: str | None) -> bool:
 def restore_position(checkpoints, resume: str | None, trainer, divergence, num_classes, progress):
     """(Position, the checkpoint resumed from or None): the trainer restored from `resume`
     ("latest" or a checkpoint path), or a new run at its start."""
-
     position = Position(0, 0)
     resumed_from = None
     if not starts_afresh(checkpoints, resume):

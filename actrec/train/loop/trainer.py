@@ -334,7 +334,6 @@ def build_trainer(
     each batch before the model (e.g. the on-device clip finishing). teacher: the checked
     flow teacher of a distilled run (actrec.train.distillation.teacher.Teacher), or None.
     class_weights: float [num_classes] loss weights (train.class_balance weights), or None."""
-
     return DistributedTrainer(
         strategy,
         model_builder(recipe.model, recipe.data, num_classes),

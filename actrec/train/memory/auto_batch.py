@@ -15,7 +15,6 @@ def resolve_auto_batch(
 ):
     """(recipe with numbers in place of auto, BatchDecision or None): the chief probes
     (unless the run being resumed already holds the numbers) and shares them."""
-
     decision, refusal = None, None
     if cluster.is_chief and not has_run:
         try:

@@ -60,7 +60,6 @@ def _resolved(recipe: Recipe, batch: int, num_replicas: int) -> Recipe:
 def _check_schedule(recipe: Recipe, num_replicas: int, num_train_videos: int):
     """The first epoch's plan of a resolved recipe; ConfigError when an epoch cannot be
     split over the replicas and micro-batches."""
-
     plans = [
         epoch_plan(recipe.train, recipe.runtime, epoch, num_replicas, num_train_videos)
         for epoch in range(recipe.train.epochs)
@@ -71,7 +70,6 @@ def _check_schedule(recipe: Recipe, num_replicas: int, num_train_videos: int):
 def _micro_batch_limit(recipe: Recipe, batch: int, num_replicas: int) -> int:
     """max_per_replica_batch=auto: the largest limit <= `batch` that every epoch's share
     splits into equal micro-batches under (1 always does)."""
-
     numeric = dataclasses.replace(recipe.train, max_per_replica_batch=None)
     shares = {global_batch_size(numeric, e) // num_replicas for e in range(recipe.train.epochs)}
     accumulation = recipe.train.accumulation_steps
@@ -117,7 +115,6 @@ def choose_batch(
     probe: the probing function (probe_batch; tests may pass their own).
     Raises ConfigError when not even a batch of 1 fits.
     """
-
     fields = tuple(auto_fields(recipe))
     if not fields:
         raise ConfigError(

@@ -35,6 +35,7 @@ from dataclasses import dataclass, replace
 from actrec.config.backbones import backbone_spec
 from actrec.config.overrides import setting_value
 from actrec.config.recipe import SHIFT_SETTINGS
+from actrec.runs.record import RunRecord
 
 RECORD_KEY = "initialised_from"
 """run.json's key for the starting point (actrec.train.start.starting_point.StartingPoint)."""
@@ -161,11 +162,11 @@ def with_inherited(recipe, inherited: Collection[InheritedSetting]):
     return recipe
 
 
-def with_recorded_inheritance(recipe, record: dict, given: Collection[str] = ()):
+def with_recorded_inheritance(recipe, record: RunRecord, given: Collection[str] = ()):
     """`recipe` with the settings a run's run.json records as inherited, except those
     `given` on the command line (a resumed run: the same command that started it gives the
     recipe it trains, without reading the source again)."""
-    start = record.get(RECORD_KEY)
+    start = record.initialised_from
     if not isinstance(start, dict):
         return recipe
     recorded = SourceSettings.from_json(start).inherited

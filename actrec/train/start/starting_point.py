@@ -29,11 +29,11 @@ from actrec.config.choices import weights_source
 from actrec.errors import ConfigError
 from actrec.export.formats.registry import format_of_export
 from actrec.export.metadata import METADATA_FILE, load_export_recipe, read_export_metadata
-from actrec.models.transfer import classifier_mapping
+from actrec.models.transfer import classifier_mapping, transfer_weights
 from actrec.runs.folder import RUN_FILE
+from actrec.runs.record import RunRecord
 from actrec.runs.trained import build_trained_model, load_trained_run
 from actrec.train.start.source_settings import (
-    RECORD_KEY,
     SourceSettings,
     source_settings,
     with_inherited,
@@ -90,7 +90,7 @@ class _Source:
 
 
 def starting_point(
-    recipe, classes, previous: dict, given: Collection[str] = ()
+    recipe, classes, previous: RunRecord, given: Collection[str] = ()
 ) -> StartingPoint | None:
     """The checked starting point of `recipe` (model.weights "run:PATH") for data with
     `classes`, None for ImageNet / random / a weight file, with the settings the run
@@ -100,8 +100,8 @@ def starting_point(
     weights = weights_source(recipe.model.weights)
     if not weights.is_run:
         return None
-    if isinstance(previous.get(RECORD_KEY), dict):
-        return StartingPoint.from_json(previous[RECORD_KEY])
+    if isinstance(previous.initialised_from, dict):
+        return StartingPoint.from_json(previous.initialised_from)
     source = _read_source(Path(weights.path), recipe.data.modality)
     settings = source_settings(recipe, source.recipe, given)
     _check_compatible(source, with_inherited(recipe, settings.inherited))
@@ -137,8 +137,6 @@ def load_starting_weights(model, start: StartingPoint, recipe, classes) -> list[
     returns what was loaded and made new, the settings inherited and the differences from
     the source's training (a warning starts with "warning: "), one line each, for the
     user."""
-    from actrec.models.transfer import transfer_weights
-
     source = _read_source(Path(start.path), recipe.data.modality)
     source_model = _source_model(source)
     report = transfer_weights(source_model, model, source.classes, classes)
@@ -213,7 +211,6 @@ def _check_compatible(source: _Source, recipe) -> None:
 
 def _source_model(source: _Source):
     """The source's trained keras.Model."""
-
     if source.kind == "run":
         return build_trained_model(load_trained_run(source.path))
     return _export_model(source)
@@ -222,7 +219,6 @@ def _source_model(source: _Source):
 def _export_model(source: _Source):
     """The stream model of an export, as its format reads it back
     (actrec.export.formats: ExportFormat.source_model)."""
-
     metadata = read_export_metadata(source.path)
     export_format = format_of_export(source.path, metadata)
     return export_format.source_model(source.path, metadata, source.stream, len(source.classes))

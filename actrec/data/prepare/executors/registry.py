@@ -71,7 +71,6 @@ class ExecutorKind:
 
 def executor_names() -> tuple[str, ...]:
     """Every registered executor's name, the default first, the others alphabetically."""
-
     names = sorted(
         module.name
         for module in pkgutil.iter_modules(executors.__path__)
