@@ -79,7 +79,7 @@ def _run_label_of_data_label(run, info, data_dir: Path):
     naming the classes that differ otherwise."""
     import numpy as np
 
-    from actrec.models.transfer import classifier_mapping
+    from actrec.models.transfer import classifier_mapping  # Keras: `eval --fuse` goes without
 
     if tuple(info.classes) == tuple(run.classes):
         return None

@@ -25,6 +25,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from actrec.models.backbone_taps import with_backbone_map
+from actrec.models.segment_model import (
+    POOLED_FEATURES_LAYER,
+    SegmentConsensus,
+    SplitSegments,
+)
 from actrec.train.distillation.teacher import teacher_model
 
 if TYPE_CHECKING:
@@ -96,9 +102,6 @@ class Distillation:
         at its own, smaller input size); both as [B, S, h * w * c']."""
         import keras
 
-        from actrec.models.backbone_taps import with_backbone_map
-        from actrec.models.segment_model import SplitSegments
-
         # the recipe's validation requires settings.layer with "maps"; the teacher's check
         # that both backbones have it, before any write
         tapped_student = with_backbone_map(student, settings.layer)
@@ -131,12 +134,6 @@ class Distillation:
         """The pooled backbone features of a segment model (its nested backbone's output,
         [B*S, F]) as [B, S, F] ("segments") or averaged over the segments [B, F] ("clip");
         "logits": its segment-averaged logits [B, K]."""
-        from actrec.models.segment_model import (
-            POOLED_FEATURES_LAYER,
-            SegmentConsensus,
-            SplitSegments,
-        )
-
         if self.features == "logits":
             return model.outputs[0]
         # the backbone's output in this model's graph, [B*S, F] (a nested model's own

@@ -21,7 +21,9 @@ from actrec.data.input.clip_spec import ClipSpec
 from actrec.errors import ConfigError, DatasetError
 from actrec.export.formats.registry import format_of_export
 from actrec.export.metadata import METADATA_FILE, load_export_recipe, read_export_metadata
+from actrec.models.backbone_taps import hint_layer_problem
 from actrec.models.factory import build_model
+from actrec.models.segment_model import copy_model_weights
 from actrec.runs.folder import FINAL_WEIGHTS_FILE, RUN_FILE
 from actrec.runs.record import RunRecord
 from actrec.runs.trained import load_trained_run, without_pretrained_weights
@@ -124,8 +126,6 @@ def teacher_recipe_for(teacher: Teacher, num_segments: int):
 def teacher_model(teacher: Teacher, num_segments: int):
     """The teacher's trained keras.Model for `num_segments` segments: flow [B, S, crop,
     crop, 2L] in the stored 0-255 scale -> logits [B, classes]."""
-    from actrec.models.segment_model import copy_model_weights
-
     recipe = teacher_recipe_for(teacher, num_segments)
     model = build_model(recipe.model, recipe.data, len(teacher.classes))
     if teacher.kind == "run":
@@ -206,8 +206,6 @@ def _require_flow(path: Path, modality: str, name: str) -> None:
 
 def _check_student(teacher: Teacher, recipe, info) -> Teacher:
     if recipe.train.distill_features == "maps":
-        from actrec.models.backbone_taps import hint_layer_problem
-
         problem = hint_layer_problem(  # the recipe's validation: maps names a layer
             recipe.train.distill_layer, recipe.model.backbone, teacher.recipe.model.backbone
         )

@@ -14,6 +14,7 @@ from actrec.cluster.strategy import build_strategy
 from actrec.config.files import recipe_from_dict
 from actrec.config.recipe import resolved_input_size
 from actrec.errors import ActrecError, ConfigError
+from actrec.models.segment_model import channels_for
 from actrec.train.loop.trainer import build_trainer
 from actrec.train.memory.probe import PROBE_RESULT_PREFIX
 from actrec.train.memory.units import KIB, MIB
@@ -98,8 +99,6 @@ def _run_probe(request: dict) -> dict:
             tf.config.set_logical_device_configuration(
                 gpus[0], [tf.config.LogicalDeviceConfiguration(memory_limit=max(1, budget // MIB))]
             )
-
-    from actrec.models.segment_model import channels_for
 
     recipe = recipe_from_dict(request["recipe"])
     # Random weights: loading the ImageNet file changes no memory and may need a download.
