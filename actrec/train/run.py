@@ -136,43 +136,45 @@ def train(
         on_batch_decision(plan.decision)
 
     # --- the run folder: recipe.yaml and run.json's start (the chief alone writes) ---------
-    record_file = None
-    if cluster.is_chief:
-        record_file = start_run_folder(
+    record_file = (
+        start_run_folder(
             run_dir, plan=plan, prepared_dir=prepared_dir, num_workers=cluster.num_workers
         )
+        if cluster.is_chief
+        else None  # the other workers write nothing
+    )
     if data.teacher is not None:
         progress.message(data.teacher.describe())
         if data.teacher.note and not plan.has_run:
             progress.message(data.teacher.note)
 
     # --- the model and its state: seeded trainer, divergence guard, checkpoints, inputs ----
-    recipe_trained = plan.training_recipe
-    keras.utils.set_random_seed(recipe_trained.runtime.seed)
-    if recipe_trained.runtime.deterministic:
+    training_recipe = plan.training_recipe
+    keras.utils.set_random_seed(training_recipe.runtime.seed)
+    if training_recipe.runtime.deterministic:
         tf.config.experimental.enable_op_determinism()
     # The pipeline stops at decoded uint8 crops; flip, resize and scaling run with the model.
     injection = NanInjection(cluster.task_index, environ)  # ACTREC_INJECT_NAN, tests only
-    balance = recipe_trained.train.class_balance
+    balance = training_recipe.train.class_balance
     trainer = build_trainer(
         strategy,
-        recipe_trained,
+        training_recipe,
         num_classes,
         injection.wrap(batch_finisher(data.train_spec, data.teacher_spec)),
         data.teacher,
         class_weights=class_weights(data.class_counts) if balance == "weights" else None,
     )
-    divergence = DivergenceGuard(recipe_trained.train)
+    divergence = DivergenceGuard(training_recipe.train)
     checkpoints = RunCheckpoints(
         run_dir,
         {**trainer.checkpoint_items(), **divergence.checkpoint_items()},
         is_chief=cluster.is_chief,
         worker_index=cluster.task_index,
-        keep=recipe_trained.runtime.keep_checkpoints,
+        keep=training_recipe.runtime.keep_checkpoints,
         num_classes=num_classes,
     )
     clips_decoded = tf.Variable(0, dtype=tf.int64, trainable=False)  # by this process
-    batches = PhaseBatches(recipe_trained, prepared_dir, data, trainer, divergence, clips_decoded)
+    batches = PhaseBatches(training_recipe, prepared_dir, data, trainer, divergence, clips_decoded)
 
     # --- where it starts: the source's weights, or a checkpoint ----------------------------
     if start is not None and starts_afresh(checkpoints, resume):
@@ -206,7 +208,7 @@ def train(
 
     # --- the epochs --------------------------------------------------------------------------
     session = Session(
-        recipe=recipe_trained,
+        recipe=training_recipe,
         prepared_dir=prepared_dir,
         data=data,
         cluster=cluster,
@@ -221,9 +223,9 @@ def train(
         budget=StepBudget(stop_after_steps),
     )
     summary = TrainSummary(
-        run_dir,
-        position.epoch,
-        trainer.step,
+        run_dir=run_dir,
+        epochs_done=position.epoch,
+        global_step=trainer.step,
         resumed_from=resumed_from,
         batch_decision=plan.decision,
     )

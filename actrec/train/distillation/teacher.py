@@ -28,9 +28,6 @@ from actrec.runs.folder import FINAL_WEIGHTS_FILE, RUN_FILE
 from actrec.runs.record import RunRecord
 from actrec.runs.trained import load_trained_run, without_pretrained_weights
 
-RECORD_KEY = "distilled_from"
-"""run.json's record of the teacher."""
-
 
 @dataclass(frozen=True)
 class Teacher:

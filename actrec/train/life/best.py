@@ -14,8 +14,6 @@ from pathlib import Path
 from actrec.runs.folder import BEST_WEIGHTS_FILE, save_weights_atomically
 from actrec.runs.record import RunRecordFile
 
-BEST_KEY = "best"
-
 
 class BestWeights:
     """The best validation so far, its weights file and its entry in the run record.

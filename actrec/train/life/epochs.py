@@ -14,23 +14,24 @@ from typing import TYPE_CHECKING
 
 from actrec.cluster.preemption import TerminationFlag
 from actrec.runs.folder import BEST_WEIGHTS_FILE
-from actrec.train.inputs.input_pipelines import batch_phase_start, validation_dataset
-from actrec.train.life.checkpoint import Position
-from actrec.train.schedule import epoch_plan, learning_rate
+from actrec.train.inputs.input_pipelines import (
+    PhaseBatches,
+    batch_phase_start,
+    validation_dataset,
+)
+from actrec.train.life.checkpoint import Position, RunCheckpoints
+from actrec.train.schedule import EpochPlan, epoch_plan, learning_rate
 
 if TYPE_CHECKING:
     from actrec.cluster.strategy import ClusterInfo
     from actrec.config.recipe import Recipe
     from actrec.progress import Progress
-    from actrec.train.inputs.input_pipelines import PhaseBatches
     from actrec.train.inputs.training_data import TrainingData
     from actrec.train.life.best import BestWeights
-    from actrec.train.life.checkpoint import Position, RunCheckpoints
     from actrec.train.life.divergence import DivergenceGuard
     from actrec.train.life.faults import NanInjection
     from actrec.train.life.metrics_log import MetricsLog
     from actrec.train.loop.trainer import DistributedTrainer
-    from actrec.train.schedule import EpochPlan
 
 
 @dataclass

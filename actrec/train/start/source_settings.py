@@ -37,8 +37,6 @@ from actrec.config.overrides import setting_value
 from actrec.config.recipe import SHIFT_SETTINGS
 from actrec.runs.record import RunRecord
 
-RECORD_KEY = "initialised_from"
-"""run.json's key for the starting point (actrec.train.start.starting_point.StartingPoint)."""
 PREPROCESSING_SETTING = "model.preprocessing"
 BACKBONE_SETTING = "model.backbone"
 INHERITED_SETTINGS = (BACKBONE_SETTING, *SHIFT_SETTINGS, PREPROCESSING_SETTING)
