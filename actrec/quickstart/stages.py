@@ -26,13 +26,8 @@ import numpy as np
 
 from actrec.config.files import load_recipe
 from actrec.config.overrides import apply_overrides
-from actrec.data.prepare.dataset import prepare_dataset
-from actrec.data.prepare.encode_video import PrepareSettings
 from actrec.data.sources import list_videos
 from actrec.data.synthetic.config import SYNTHETIC_CLASSES, SyntheticConfig
-from actrec.data.synthetic.dataset import generate_synthetic_dataset
-from actrec.data.synthetic.render import render_clip
-from actrec.data.synthetic.video_writer import write_video
 from actrec.errors import ConfigError
 from actrec.evaluation.evaluate import fuse_evaluations
 from actrec.evaluation.protocols import resolve_protocol
@@ -40,7 +35,6 @@ from actrec.predict.video_files import predict_videos
 from actrec.progress import NullProgress, Progress
 from actrec.quickstart.reuse import evaluated, exported
 from actrec.runs.folder import FINAL_WEIGHTS_FILE
-from actrec.train.run import train
 
 STAGES = (
     ("generate", "generate the synthetic videos"),
@@ -158,6 +152,9 @@ def _trained(recipe_name: str, overrides, prepared: Path, run_dir: Path, progres
     if (run_dir / FINAL_WEIGHTS_FILE).is_file():
         progress.message(f"{run_dir} is already trained; kept")
         return run_dir
+    # inside: run.py imports TensorFlow, and the CLI imports this module before its checks
+    from actrec.train.run import train
+
     recipe = apply_overrides(load_recipe(recipe_name), list(overrides))
     train(recipe, prepared, run_dir, resume="latest", progress=progress)
     return run_dir
@@ -165,6 +162,10 @@ def _trained(recipe_name: str, overrides, prepared: Path, run_dir: Path, progres
 
 def _new_video(folder: Path, synthetic: SyntheticConfig) -> tuple[Path, str]:
     """A synthetic video of a class drawn with PREDICT_SEED: (path, its class)."""
+    # inside: both load OpenCV, and the CLI imports this module before its checks
+    from actrec.data.synthetic.render import render_clip
+    from actrec.data.synthetic.video_writer import write_video
+
     rng = np.random.default_rng(PREDICT_SEED)
     class_name = SYNTHETIC_CLASSES[int(rng.integers(len(SYNTHETIC_CLASSES)))]
     path = folder / f"new_{class_name}.avi"
@@ -182,6 +183,11 @@ def run_quickstart(
     on_stage: Callable[[str, float], None] | None = None,
 ) -> QuickstartResult:
     """Run every stage of STAGES in `workdir`; on_stage(name, seconds) after each."""
+    # inside: these load OpenCV, and the CLI imports this module before its checks
+    from actrec.data.prepare.dataset import prepare_dataset
+    from actrec.data.prepare.encode_video import PrepareSettings
+    from actrec.data.synthetic.dataset import generate_synthetic_dataset
+
     settings = _check_size(size)
     progress = progress or NullProgress()
     workdir = Path(workdir)
