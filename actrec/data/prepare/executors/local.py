@@ -70,6 +70,7 @@ def _processes_start() -> bool:
 def _encode_isolated(task: VideoTask, settings: PrepareSettings) -> VideoResult:
     """Encode one video alone in a fresh process; a crash skips it as undecodable (a
     ProcessStartError when no fresh process runs anything)."""
+    # inside: OpenCV, as _initialise_pool_worker's
     from actrec.data.prepare.encode_video import VideoResult, encode_video
 
     pool = _new_pool(1)
@@ -89,6 +90,7 @@ def encode_in_order(
     tasks: Iterable[VideoTask], settings: PrepareSettings, workers: int
 ) -> Iterator[VideoResult]:
     """Yield encode_video(task) for every task, in task order, using `workers` processes."""
+    # inside: OpenCV, as _initialise_pool_worker's
     from actrec.data.prepare.encode_video import encode_video, initialise_worker
 
     if workers <= 1:

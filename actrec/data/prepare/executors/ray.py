@@ -322,6 +322,7 @@ class RayExecutor:
         self, tasks: Iterable[VideoTask], settings: PrepareSettings
     ) -> Iterator[VideoResult]:
         """Yield encode_video(task) for every task, in task order, as Ray tasks."""
+        # inside: OpenCV, as _encode_on_node's
         from actrec.data.prepare.encode_video import VideoResult
 
         ray = self._ray
