@@ -79,7 +79,13 @@ def plan_run(
     checked = check_training_data(requested, prepared_dir)
     classes = checked.info.classes
     resumed, has_run, previous = open_run_directory(
-        strategy, requested, cluster, run_dir, resume, given_settings, classes
+        strategy,
+        requested,
+        cluster,
+        run_dir,
+        resume,
+        given_settings=given_settings,
+        classes=classes,
     )
     start = starting_point(resumed, classes, previous, given_settings)
     inherited = recipe_from_source(resumed, start)
@@ -91,11 +97,11 @@ def plan_run(
             strategy,
             inherited,
             cluster,
-            has_run,
-            data.info,
-            data.train_videos,
-            memory_budget,
-            progress,
+            has_run=has_run,
+            info=data.info,
+            train_videos=data.train_videos,
+            memory_budget=memory_budget,
+            progress=progress,
         )
         if auto_fields(requested)
         else (inherited, None)

@@ -11,7 +11,7 @@ from actrec.train.memory.recipe_edits import with_decided_values
 
 
 def resolve_auto_batch(
-    strategy, recipe, cluster, has_run: bool, info, train_videos: int, memory_budget, progress
+    strategy, recipe, cluster, *, has_run: bool, info, train_videos: int, memory_budget, progress
 ):
     """(recipe with numbers in place of auto, BatchDecision or None): the chief probes
     (unless the run being resumed already holds the numbers) and shares them."""
