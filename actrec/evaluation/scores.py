@@ -22,8 +22,8 @@ import numpy as np
 
 from actrec.errors import ConfigError, DatasetError
 from actrec.evaluation.npz_arrays import read_arrays
-from actrec.models.score_fusion import check_average, fuse_scores
 from actrec.files.atomic import write_bytes_atomic
+from actrec.models.score_fusion import check_average, fuse_scores
 from actrec.progress import NullProgress, Progress
 
 SCORES_FILE = "scores.npz"

@@ -16,8 +16,8 @@ import json
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
-from actrec.files.atomic import write_json_atomic
 from actrec.errors import ConfigError
+from actrec.files.atomic import write_json_atomic
 from actrec.runs.folder import RUN_FILE
 
 ORIGINS = {
