@@ -41,9 +41,10 @@ ONNX_OPS = frozenset(
         # nothing else; at opsets 13, 15 and 18 for ResNet-50 (Keras and torchvision
         # layouts), MobileNetV3-Small and EfficientNet-B0 (2026-12-02) nothing new (28 ops
         # in all, the QDQ pair included). ONNX Runtime's pre-processing of an int8 export
-        # fuses MatMul + Add into Gemm (the suite's streaming int8 ONNX). The rest are default-domain ops those
-        # layers may convert to at other opsets or sizes (BatchNormalization, hard sigmoid
-        # and swish, ...), not yet seen; no default-domain operator reads or writes a file.
+        # fuses MatMul + Add into Gemm (the suite's streaming int8 ONNX). The rest are
+        # default-domain ops those layers may convert to at other opsets or sizes
+        # (BatchNormalization, hard sigmoid and swish, ...), not yet seen; no default-domain
+        # operator reads or writes a file.
         "Abs", "Add", "AveragePool", "BatchNormalization", "Cast", "Clip", "Concat",
         "Constant", "ConstantOfShape", "Conv", "DequantizeLinear", "Div", "Equal", "Erf",
         "Exp", "Expand", "Flatten", "Floor", "Gather", "Gemm", "GlobalAveragePool",
