@@ -67,7 +67,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     arguments = parser.parse_args()
 
-    from actrec.models.backbones import build_backbone, build_plain_backbone
+    from actrec.backbones.build import build_backbone, build_plain_backbone
 
     builders = {"Keras BatchNormalization": build_plain_backbone, "fused kernel": build_backbone}
     steps, first = {}, {}

@@ -10,6 +10,8 @@ from actrec_cli.console import console, import_tensorflow_quietly, progress_for
 from actrec_cli.convert_report import print_conversion
 from actrec_cli.pretrained_table import print_weights_table, weights_rows
 
+from actrec.backbones.registry import backbone_spec
+from actrec.backbones.weight_install import fetch_weights, import_weights
 from actrec.config.choices import ARCHITECTURES, MODALITIES, SHIFT_DIRECTIONS
 from actrec.published.class_lists import CLASS_LISTS, published_class_names
 from actrec.published.convert import (
@@ -18,7 +20,7 @@ from actrec.published.convert import (
     convert_checkpoint,
 )
 from actrec.published.downloads import refuse_video_checkpoint_import
-from actrec.published.imagenet import fetch_weights, import_weights
+from actrec.published.imagenet import convert_imagenet_file
 
 
 @click.group()
@@ -48,7 +50,11 @@ def list_command(verify: bool, urls: bool, as_json: bool) -> None:
 def fetch(backbone: str, url: str | None, expected_sha256: str | None) -> None:
     """Download BACKBONE's weight file into the store and check its digest."""
     path = fetch_weights(
-        backbone, url=url, expected_sha256=expected_sha256, progress=progress_for("bytes")
+        backbone_spec(backbone),
+        url=url,
+        expected_sha256=expected_sha256,
+        progress=progress_for("bytes"),
+        convert=convert_imagenet_file,
     )
     console().print(f"installed {path}", highlight=False)
 
@@ -61,7 +67,10 @@ def import_command(file: Path, backbone: str | None, expected_sha256: str | None
     """Check FILE (downloaded elsewhere) against its published digest and copy it into the
     store; a file that does not match installs nothing."""
     refuse_video_checkpoint_import(file)  # a TSM / mmaction2 video model: `convert` takes it
-    path = import_weights(file, backbone=backbone, expected_sha256=expected_sha256)
+    spec = None if backbone is None else backbone_spec(backbone)
+    path = import_weights(
+        file, spec, expected_sha256=expected_sha256, convert=convert_imagenet_file
+    )
     console().print(f"installed {path}", highlight=False)
 
 

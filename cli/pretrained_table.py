@@ -5,9 +5,9 @@ from __future__ import annotations
 from actrec_cli.console import console
 from rich.table import Table
 
+from actrec.backbones.pretrained import all_weights_status, check_found_file
+from actrec.backbones.weight_store import store_directory
 from actrec.errors import WeightsError
-from actrec.models.pretrained import all_weights_status, check_found_file
-from actrec.models.weight_store import store_directory
 
 
 def weights_rows(verify: bool) -> list[dict]:

@@ -4,7 +4,8 @@ Each alias types its field in actrec.config.recipe and is THE list of its values
 beside it (`MODALITIES = get_args(Modality)`) is what code that checks or lists the values
 imports (actrec.data, actrec.models, actrec.train), and what `validate_recipe` checks with.
 
-This module imports nothing from actrec but the backbone registry (actrec.config.backbones).
+This module imports nothing from actrec but the backbone registry (actrec.backbones.registry,
+standard library only).
 """
 
 from __future__ import annotations
@@ -12,13 +13,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, get_args
 
-from actrec.config.backbones import BACKBONES, shiftable_backbone_names
+from actrec.backbones.registry import BACKBONES, shiftable_backbone_names
 
 Modality = Literal["rgb", "flow"]
 Sampling = Literal["tsn", "dense"]
 Architecture = Literal["tsn", "tsm"]
 Backbone = Literal[tuple(BACKBONES)]  # type: ignore[valid-type]
-"""A name of the backbone registry (actrec.config.backbones), in registry order."""
+"""A name of the backbone registry (actrec.backbones.registry), in registry order."""
 ShiftPlacement = Literal["blockres", "block"]
 ShiftDirection = Literal["bidirectional", "online"]
 LrCoupling = Literal["constant", "linear", "sqrt"]

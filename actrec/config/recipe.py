@@ -18,7 +18,7 @@ import itertools
 from dataclasses import dataclass, field, fields
 from typing import Literal
 
-from actrec.config.backbones import PREPROCESSING_MODES
+from actrec.backbones.spec import PREPROCESSING_MODES
 from actrec.config.bounds import at_least, checked
 from actrec.config.choices import (
     AdamState,
@@ -116,7 +116,7 @@ class ModelConfig:
     """The network: see actrec.models.segment_model.build_segment_model.
 
     architecture: "tsn" or "tsm" (TemporalShift; ResNet family and MobileNetV2 only).
-    backbone: a name of the registry actrec.config.backbones.
+    backbone: a name of the registry actrec.backbones.registry.
     weights: "imagenet", "none" (random initialisation), the path of a no-top weight file, or
         "run:PATH": every backbone weight from the finished run directory (or export folder)
         at PATH, relative to the current folder, and its classifier when the classes are the
@@ -136,7 +136,7 @@ class ModelConfig:
         recomputed in the backward pass instead of kept; less memory, more compute, the same
         values, gradients and weights.
     preprocessing: how frames in [0, 255] become the backbone's input (one of
-        actrec.config.backbones.PREPROCESSING_MODES); None: the backbone's own. A converted
+        actrec.backbones.spec.PREPROCESSING_MODES); None: the backbone's own. A converted
         published model records its source's ("tsm", "mmaction2"): flow normalisation differs
         between sources. It has no weights, but the weights were trained under it.
     """

@@ -12,7 +12,7 @@ import typing
 from dataclasses import fields
 from typing import Any
 
-from actrec.config.backbones import backbone_spec
+from actrec.backbones.registry import backbone_spec
 from actrec.config.bounds import field_problem
 from actrec.config.checks import invalid, require_choice
 from actrec.config.choices import SHIFTABLE_BACKBONES, weights_source

@@ -13,6 +13,8 @@ from collections.abc import Sequence
 
 import keras
 
+from actrec.backbones.build import build_backbone
+from actrec.backbones.registry import backbone_spec
 from actrec.errors import ConfigError
 from actrec.models.segment_model import segment_backbone
 
@@ -27,9 +29,7 @@ def map_layer_names(network: keras.Model) -> list[str]:
 def registered_map_layer_names(backbone: str) -> tuple[str, ...]:
     """`map_layer_names` of the registered backbone `backbone`, built once at random at 64
     px (the names do not depend on the input)."""
-    from actrec.models.backbones import build_backbone
-
-    return tuple(map_layer_names(build_backbone(backbone, (64, 64, 3))))
+    return tuple(map_layer_names(build_backbone(backbone_spec(backbone), (64, 64, 3))))
 
 
 def hint_layer_problem(layer_name: str, student: str, teacher: str) -> str | None:

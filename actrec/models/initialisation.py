@@ -16,8 +16,9 @@ from pathlib import Path
 import keras
 import numpy as np
 
+from actrec.backbones.build import build_plain_backbone
+from actrec.backbones.spec import BackboneSpec
 from actrec.errors import WeightsError
-from actrec.models.backbones import build_plain_backbone
 
 
 def layers_with_weights(model: keras.Model) -> list[keras.layers.Layer]:
@@ -49,7 +50,7 @@ def cross_modality_weight(source: np.ndarray, target_shape: tuple[int, ...]) -> 
 
 def _weight_class(layer: keras.layers.Layer) -> type:
     """The class whose weights `layer` holds: BatchNormalization for its fused subclass
-    (actrec.models.fused_batch_norm), else the layer's own."""
+    (actrec.backbones.fused_batch_norm), else the layer's own."""
     if isinstance(layer, keras.layers.BatchNormalization):
         return keras.layers.BatchNormalization
     return type(layer)
@@ -94,17 +95,17 @@ def finalize_layer_state(layer: keras.layers.Layer) -> None:
         layer.finalize_state()
 
 
-def load_imagenet_weights(backbone: keras.Model, backbone_name: str, weights_path: Path) -> None:
-    """Loads the published no-top weight file at `weights_path` into `backbone` (an actrec
-    backbone named `backbone_name`, RGB or flow, with or without temporal shift).
+def load_imagenet_weights(backbone: keras.Model, spec: BackboneSpec, weights_path: Path) -> None:
+    """Loads the published no-top weight file at `weights_path` into `backbone` (the actrec
+    backbone of registry entry `spec`, RGB or flow, with or without temporal shift).
     """
     height, width, _ = backbone.input_shape[1:]
-    reference = build_plain_backbone(backbone_name, (height, width, 3))
+    reference = build_plain_backbone(spec, (height, width, 3))
     try:
         reference.load_weights(str(weights_path))
     except (ValueError, OSError, KeyError) as error:
         raise WeightsError(
-            f"{weights_path}: cannot be loaded as the no-top {backbone_name} weights "
+            f"{weights_path}: cannot be loaded as the no-top {spec.name} weights "
             f"keras.applications writes ({error}); give the published file "
             f"(`actrec pretrained list` shows its name)"
         ) from None

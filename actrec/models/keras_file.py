@@ -18,9 +18,9 @@ from pathlib import Path
 
 import keras
 
+from actrec.backbones import fused_batch_norm
 from actrec.errors import ConfigError
 from actrec.models import (
-    fused_batch_norm,
     fusion,
     preprocessing,
     segment_model,

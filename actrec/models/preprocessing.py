@@ -2,7 +2,7 @@
 
 Inputs are in [0, 255]: RGB frames as decoded; flow as quantised in the prepared data
 (docs/architecture.md §2: 128 means no motion). The RGB transforms are keras.applications' own
-(`preprocess_input` modes, see actrec.config.backbones.PREPROCESSING_MODES). Flow is
+(`preprocess_input` modes, see actrec.backbones.spec.PREPROCESSING_MODES). Flow is
 centred on 128 and scaled like the RGB input of the same backbone, so the
 cross-modality-initialised first convolution sees values of the range it was trained on.
 """
@@ -13,7 +13,7 @@ import keras
 import numpy as np
 from keras import ops
 
-from actrec.config.backbones import PREPROCESSING_MODES, SOURCE_NORMALISATIONS
+from actrec.backbones.spec import PREPROCESSING_MODES, SOURCE_NORMALISATIONS
 from actrec.config.choices import MODALITIES
 from actrec.errors import ConfigError
 

@@ -21,11 +21,15 @@ from pathlib import Path
 import keras
 from keras import ops
 
-from actrec.config.backbones import backbone_spec
+from actrec.backbones.build import build_backbone
+from actrec.backbones.pretrained import resolve_weights
+from actrec.backbones.registry import backbone_spec
+from actrec.backbones.spec import BackboneSpec
 from actrec.config.choices import ARCHITECTURES, MODALITIES, SHIFT_DIRECTIONS
 from actrec.errors import ConfigError
-from actrec.models.backbones import build_backbone
+from actrec.models.initialisation import finalize_layer_state, load_imagenet_weights
 from actrec.models.preprocessing import FramePreprocessing
+from actrec.models.remat import rematerialise
 from actrec.models.temporal_shift import DEFAULT_FOLD_FRACTION, insert_temporal_shift
 
 DEFAULT_FLOW_LENGTH = 5
@@ -124,7 +128,7 @@ def channels_for(modality: str, new_length: int) -> int:
 
 
 def build_segment_backbone(
-    backbone: str,
+    spec: BackboneSpec,
     input_shape: tuple[int | None, int | None, int],
     architecture: str = "tsn",
     num_segments: int = 8,
@@ -143,11 +147,11 @@ def build_segment_backbone(
             f"unknown shift direction {shift_direction!r}; choose one of: "
             f"{', '.join(SHIFT_DIRECTIONS)}"
         )
-    network = build_backbone(backbone, input_shape)
+    network = build_backbone(spec, input_shape)
     if architecture == "tsm":
         network = insert_temporal_shift(
             network,
-            backbone,
+            spec,
             num_segments,
             fold_fraction=shift_fraction,
             placement=shift_placement,
@@ -158,23 +162,21 @@ def build_segment_backbone(
 
 def initialise_backbone(
     network: keras.Model,
-    backbone: str,
+    spec: BackboneSpec,
     weights: str | Path | None,
     allow_download: bool = False,
 ) -> None:
-    """Loads ImageNet weights into `network` (RGB or flow, with cross-modality init).
+    """Loads ImageNet weights into `network`, the backbone of registry entry `spec` (RGB or
+    flow, with cross-modality init).
 
-    weights: "imagenet" (resolved through the store, see actrec.models.pretrained), a path
+    weights: "imagenet" (resolved through the store, see actrec.backbones.pretrained), a path
     to a no-top weight file as keras.applications writes it, or None (random).
     """
     if weights is None:
         return
-    from actrec.models.initialisation import load_imagenet_weights
-    from actrec.models.pretrained import resolve_weights
-
     explicit = None if str(weights) == "imagenet" else Path(weights)
-    path = resolve_weights(backbone, explicit, allow_download=allow_download)
-    load_imagenet_weights(network, backbone, path)
+    path = resolve_weights(spec, explicit, allow_download=allow_download)
+    load_imagenet_weights(network, spec, path)
 
 
 def build_segment_model(
@@ -201,7 +203,8 @@ def build_segment_model(
 ) -> keras.Model:
     """Returns a TSN or TSM model: frames [B, T, H, W, C] -> segment-averaged logits [B, K].
 
-    backbone: a registered name (actrec.config.backbones).
+    backbone: a registered name (actrec.backbones.registry); its spec is looked up once here
+    and passed on.
     architecture: "tsn", or "tsm" (TemporalShift; ResNet family and MobileNetV2 only).
     modality: "rgb" (C = 3) or "flow" (C = 2 * new_length; new_length defaults to 5).
     input_size: frame side in pixels (default: the backbone's own).
@@ -217,7 +220,7 @@ def build_segment_model(
     keeping them (actrec.models.remat): less memory, the same values, gradients and weight
     layout, about one more backbone forward pass per step.
     batch_norm_momentum: every BatchNorm's momentum; None keeps the backbone's own.
-    preprocessing: the input normalisation (actrec.config.backbones.PREPROCESSING_MODES);
+    preprocessing: the input normalisation (actrec.backbones.spec.PREPROCESSING_MODES);
     None: the backbone's own.
 
     The keyword names are actrec.config.ModelConfig's fields (keras-hub style: the recipe's
@@ -242,7 +245,7 @@ def build_segment_model(
         partial_bn = architecture == "tsn"
 
     network = build_segment_backbone(
-        backbone,
+        spec,
         (size, size, channels),
         architecture,
         num_segments,
@@ -250,12 +253,10 @@ def build_segment_model(
         shift_placement,
         shift_direction,
     )
-    initialise_backbone(network, backbone, None if weights == "none" else weights, allow_download)
+    initialise_backbone(network, spec, None if weights == "none" else weights, allow_download)
     if partial_bn:
         apply_partial_batch_normalization(network)
     if remat:
-        from actrec.models.remat import rematerialise
-
         rematerialise(network)
     if batch_norm_momentum is not None:
         for layer in batch_normalization_layers(network):
@@ -293,8 +294,6 @@ def copy_model_weights(source: keras.Model, target: keras.Model) -> None:
     with the same backbone, modality and classes (any num_segments, TSN or TSM), and
     refreshes what layers derive from their weights (`set_weights` alone would leave
     EfficientNet's input normalisation stale)."""
-    from actrec.models.initialisation import finalize_layer_state
-
     source_weights, target_weights = source.weights, target.weights
     if [tuple(w.shape) for w in source_weights] != [tuple(w.shape) for w in target_weights]:
         raise ConfigError(

@@ -10,26 +10,23 @@ The online (one-directional) variant, for streaming inference, only looks back:
 
     out[:, t, ..., :fold] = x[:, t - 1, ..., :fold]  (zero at t = 0); the rest unchanged.
 
-The layer has no weights. `insert_temporal_shift` rebuilds a keras.applications ResNet
-(v1) or MobileNetV2 with a shift before the first convolution of each residual branch
-("blockres"; the identity path stays unshifted) or on each block's input ("block"). As in
-the official code, a "blockres" ResNet whose fourth stage has 23 blocks or more (ResNet-101,
-ResNet-152) shifts every other block of each stage, the first included (`n_round = 2`,
-mit-han-lab/temporal-shift-module ops/temporal_shift.py lines 120-132): 18 shifts in
-ResNet-101, 26 in ResNet-152, 16 (every block) in ResNet-50.
+The layer has no weights. `insert_temporal_shift` rebuilds a ResNet or a MobileNetV2 (any
+backbone whose family says where TSM shifts it: actrec.backbones.<family>.shift) with a
+shift before the first convolution of each residual branch ("blockres"; the identity path
+stays unshifted) or on each block's input ("block"); a family may shift fewer blocks under
+"blockres" (a deep ResNet: every other block, as the official code).
 """
 
 from __future__ import annotations
 
-import re
-
 import keras
 from keras import ops
 
-from actrec.config.backbones import BACKBONES, SHIFT_FAMILIES, backbone_spec
+from actrec.backbones.graph_edit import producing_layer_name, rebuild_with_input_transform
+from actrec.backbones.registry import shift_blocks
+from actrec.backbones.spec import BackboneSpec, ShiftBlocks
 from actrec.config.choices import SHIFT_PLACEMENTS
 from actrec.errors import ConfigError
-from actrec.models.graph_edit import producing_layer_name, rebuild_with_input_transform
 
 DEFAULT_FOLD_FRACTION = 1 / 8
 
@@ -133,67 +130,34 @@ class TemporalShift(keras.layers.Layer):
         return config
 
 
-_RESNET_BLOCK = re.compile(r"^(conv\d+_block\d+)_")
-_MOBILENET_V2_BLOCK = re.compile(r"^(block_\d+)_")
-
-
-def _block_of(layer_name: str | None, family: str) -> str | None:
+def _block_of(layer_name: str | None, places: ShiftBlocks) -> str | None:
     """Returns the residual block a layer belongs to ("conv3_block2", "block_5") or None."""
     if layer_name is None:
         return None
-    pattern = _RESNET_BLOCK if family == "resnet" else _MOBILENET_V2_BLOCK
-    match = pattern.match(layer_name)
+    match = places.block.match(layer_name)
     return match.group(1) if match else None
 
 
-def _residual_blocks(model: keras.Model, family: str) -> set[str]:
-    """Returns the names of the blocks of `model` that have an identity or projection path."""
-    if family == "resnet":
-        return {
-            match.group(1)
-            for layer in model.layers
-            if (match := re.match(r"^(conv\d+_block\d+)_add$", layer.name))
-        }
-    # MobileNetV2: only inverted residual blocks whose output is added to their input.
+def _residual_blocks(model: keras.Model, places: ShiftBlocks) -> set[str]:
+    """Returns the names of the blocks of `model` that have an identity or projection path
+    (for MobileNetV2, only the inverted residual blocks whose output is added to their
+    input)."""
     return {
-        match.group(1)
-        for layer in model.layers
-        if (match := re.match(r"^(block_\d+)_add$", layer.name))
+        match.group(1) for layer in model.layers if (match := places.residual_add.match(layer.name))
     }
-
-
-DEEP_STAGE_BLOCKS = 23
-"""A ResNet whose fourth stage (Keras `conv4`, PyTorch `layer3`) has at least this many
-blocks shifts every other block under "blockres" (the official `n_round = 2`)."""
-_RESNET_BLOCK_NUMBER = re.compile(r"^conv\d+_block(\d+)$")
-
-
-def _every_other_block(blocks: set[str]) -> set[str]:
-    """The ResNet blocks the official "blockres" code shifts: with a deep fourth stage, the
-    first, third, ... block of each stage (convK_block1, convK_block3, ...), else all."""
-    if sum(block.startswith("conv4_") for block in blocks) < DEEP_STAGE_BLOCKS:
-        return blocks
-    return {
-        block
-        for block in blocks
-        if (match := _RESNET_BLOCK_NUMBER.match(block)) and int(match.group(1)) % 2 == 1
-    }
-
-
-def _first_branch_convolution(block: str, family: str) -> str:
-    return f"{block}_1_conv" if family == "resnet" else f"{block}_expand"
 
 
 def insert_temporal_shift(
     backbone: keras.Model,
-    backbone_name: str,
+    spec: BackboneSpec,
     num_segments: int,
     fold_fraction: float = DEFAULT_FOLD_FRACTION,
     placement: str = "blockres",
     online: bool = False,
 ) -> keras.Model:
-    """Returns `backbone` (a keras.applications network registered as `backbone_name`)
-    rebuilt with TemporalShift layers, freshly initialised; weights and layer names are
+    """Returns `backbone` (the network of registry entry `spec`) rebuilt with TemporalShift
+    layers where its family's ShiftBlocks say (actrec.backbones.<family>.shift), freshly
+    initialised; weights and layer names are
     unchanged, so it loads the same weight files.
 
     placement "blockres": the shift feeds the first convolution of each residual branch
@@ -201,21 +165,14 @@ def insert_temporal_shift(
     the identity / projection path sees the unshifted input (TSM's default).
     placement "block": the block's input is shifted for every path of the block.
     """
-    family = backbone_spec(backbone_name).shift_family
-    if family not in SHIFT_FAMILIES:
-        supported = [name for name, spec in BACKBONES.items() if spec.shift_family is not None]
-        raise ConfigError(
-            f"temporal shift is not available for backbone {backbone_name!r}; it is "
-            f"inserted into residual blocks of: {', '.join(supported)} (use one of them, "
-            "or build a TSN without shift)"
-        )
+    places = shift_blocks(spec)
     if placement not in SHIFT_PLACEMENTS:
         raise ConfigError(
             f"unknown shift placement {placement!r}; choose one of: {', '.join(SHIFT_PLACEMENTS)}"
         )
-    blocks = _residual_blocks(backbone, family)
-    if family == "resnet" and placement == "blockres":
-        blocks = _every_other_block(blocks)
+    blocks = _residual_blocks(backbone, places)
+    if places.blockres_blocks is not None and placement == "blockres":
+        blocks = places.blockres_blocks(blocks)
     shifted_inputs: dict[int, object] = {}
 
     def shifted(tensor, block: str):
@@ -227,22 +184,22 @@ def insert_temporal_shift(
         return shifted_inputs[id(tensor)]
 
     def shift_block_inputs(layer, inputs):
-        block = _block_of(layer.name, family)
+        block = _block_of(layer.name, places)
         if block not in blocks:
             return inputs
         if placement == "blockres":
-            if layer.name != _first_branch_convolution(block, family):
+            if layer.name != f"{block}{places.first_branch_convolution}":
                 return inputs
             return shifted(inputs, block)
         # placement == "block": every tensor entering the block from outside it.
         if isinstance(inputs, list | tuple):
             return [
                 tensor
-                if _block_of(producing_layer_name(tensor), family) == block
+                if _block_of(producing_layer_name(tensor), places) == block
                 else shifted(tensor, block)
                 for tensor in inputs
             ]
-        if _block_of(producing_layer_name(inputs), family) == block:
+        if _block_of(producing_layer_name(inputs), places) == block:
             return inputs
         return shifted(inputs, block)
 

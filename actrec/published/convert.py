@@ -20,13 +20,17 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from actrec import __version__
+from actrec.config.files import dump_recipe, load_recipe
+from actrec.config.overrides import setting_value, with_settings
 from actrec.config.recipe import SHIFT_SETTINGS
+from actrec.config.validate import validate_recipe
 from actrec.errors import ConfigError, OutputError
 from actrec.files.output_paths import (
     create_parents,
     refuse_a_file_on_the_way,
     remove_created_parents,
 )
+from actrec.published.class_lists import CLASS_LISTS, resolve_class_names
 from actrec.published.downloads import check_checkpoint_file
 from actrec.published.file_names import (
     TSM_DENSE_INTERVAL_FRAMES,
@@ -35,6 +39,10 @@ from actrec.published.file_names import (
 )
 from actrec.published.layouts import PublishedNetwork, published_network
 from actrec.published.sources.registry import IMAGENET_CLASSES
+from actrec.published.torch_files import read_torch_checkpoint
+from actrec.runs.folder import FINAL_WEIGHTS_FILE, RECIPE_FILE
+from actrec.runs.record import RunRecord, write_run_record
+from actrec.runs.trained import without_pretrained_weights
 
 RECORD_KEY = "converted_from"
 BASE_RECIPE = "tsm-kinetics400"
@@ -127,9 +135,6 @@ def _settings(network: PublishedNetwork, named: NamedSettings, options: Conversi
     name, the source's default, DEFAULTS, BASE_RECIPE's value. An option that contradicts
     the tensors is refused, but the architecture: the shift has no weights, so a TSM's
     tensors are a TSN's."""
-    from actrec.config.files import load_recipe
-    from actrec.config.overrides import setting_value
-
     given, tensors = _given(options), _from_tensors(network)
     base = load_recipe(BASE_RECIPE)
     records = (
@@ -161,8 +166,6 @@ def _dataset(network: PublishedNetwork, named: NamedSettings) -> str | None:
 
 def _class_names(network, named, options, source: Path) -> tuple[tuple[str, ...], str]:
     """The classifier's class names and where they came from."""
-    from actrec.published.class_lists import CLASS_LISTS, resolve_class_names
-
     if options.classes is not None:
         return resolve_class_names(options.classes, network.num_classes), options.classes
     dataset = _dataset(network, named)
@@ -180,10 +183,6 @@ def _class_names(network, named, options, source: Path) -> tuple[tuple[str, ...]
 
 def _recipe(stem: str, settings: dict, network: PublishedNetwork, source_url: str):
     """The converted run's recipe: the source's clip and network, TSM's Kinetics schedule."""
-    from actrec.config.files import load_recipe
-    from actrec.config.overrides import with_settings
-    from actrec.config.validate import validate_recipe
-
     value = {key: chosen for key, (chosen, _) in settings.items()}
     segments, modality = value["data.num_segments"], value["data.modality"]
     recipe = with_settings(
@@ -209,7 +208,7 @@ def _recipe(stem: str, settings: dict, network: PublishedNetwork, source_url: st
 
 
 def _prepare_settings(dataset: str | None, modality: str) -> dict:
-    from actrec.data.prepare.encode_video import PrepareSettings
+    from actrec.data.prepare.encode_video import PrepareSettings  # imports OpenCV
 
     settings = PrepareSettings(
         frame_size=SOURCE_FRAME_SIZES.get(dataset or "", "256"),
@@ -241,8 +240,6 @@ def convert_checkpoint(
     """Converts the published checkpoint at `checkpoint_path` into a finished run folder `out`
     (which must not exist); see the module docstring. Errors name the file and the fix, and
     leave nothing behind."""
-    from actrec.published.torch_files import read_torch_checkpoint
-
     options = options or ConversionOptions()
     source, out = Path(checkpoint_path), Path(out)
     check_conversion_paths(source, out)
@@ -300,12 +297,9 @@ def _notes(network: PublishedNetwork, settings: dict) -> tuple[str, ...]:
 
 def _write_run(out: Path, recipe, classes, record, network, source: Path) -> None:
     """Writes the run folder under a temporary name and renames it to `out` (atomic)."""
-    from actrec.config.files import dump_recipe
+    # Keras: reading and checking a checkpoint does not import it.
     from actrec.models.factory import build_model
     from actrec.published.weights import set_published_weights
-    from actrec.runs.folder import FINAL_WEIGHTS_FILE, RECIPE_FILE
-    from actrec.runs.record import RunRecord, write_run_record
-    from actrec.runs.trained import without_pretrained_weights
 
     model = build_model(without_pretrained_weights(recipe).model, recipe.data, len(classes))
     set_published_weights(model, network, str(source))

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from actrec.published.sources.registry import published_sources
+
 TSM_DENSE_INTERVAL_FRAMES = 64
 """TSM's dense sampling takes T frames every 64 // T (ops/dataset.py `_sample_indices`)."""
 
@@ -49,8 +51,6 @@ class NamedSettings:
 
 def settings_from_file_name(name: str) -> NamedSettings:
     """What the published file name `name` (no folder) says of its model."""
-    from actrec.published.sources.registry import published_sources
-
     for source in published_sources():
         named = source.named_settings(name)
         if named is not None:

@@ -1,10 +1,10 @@
-"""A published PyTorch state dict brought to one spelling (actrec.published.module_names)
+"""A published PyTorch state dict brought to one spelling (actrec.backbones.published_layout)
 with what its keys say of the network.
 
 Which source a state dict is, its module names in actrec's spelling and the backbone each
 network family loads into are the source's (actrec.published.sources: TSM's repository,
 mmaction2, torchvision, TSM's MobileNetV2); the family's first convolution tells the family
-(actrec.published.module_names.FAMILIES). The keys also say whether and where a temporal
+(actrec.backbones.registry.PUBLISHED_LAYOUTS). The keys also say whether and where a temporal
 shift sits (its wrapper's `.net`: on a block's first convolution, "blockres", or on the
 whole block, "block"), the depth of a ResNet (every stage's block count) and the input
 channels (3 for RGB, 2L for flow). Weights are numpy arrays in PyTorch's layout;
@@ -18,8 +18,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from actrec.backbones.published_layout import CLASSIFIER_MODULE, family_of
+from actrec.backbones.registry import PUBLISHED_LAYOUTS
 from actrec.errors import WeightsError
-from actrec.published.module_names import CLASSIFIER_MODULE, FAMILIES, family_of
 from actrec.published.sources.registry import PublishedSource, source_of_keys, strip_prefix
 
 IGNORED_PARAMETERS = ("num_batches_tracked",)
@@ -34,7 +35,7 @@ class PublishedNetwork:
 
     source: the registered source whose state dict it is (its name is `layout`).
     modules: module path -> {parameter name: array in PyTorch's layout}.
-    family: "resnet" or "mobilenet_v2" (actrec.published.module_names.FAMILIES); depth:
+    family: "resnet" or "mobilenet_v2" (actrec.backbones.registry.PUBLISHED_LAYOUTS); depth:
     50 / 101 for a ResNet (read from every stage's block count when asked: WeightsError for
     a ResNet actrec does not build), else None; backbone: the source's for the family.
     shift_placement: "blockres", "block", or None when no module is shifted.
@@ -82,7 +83,7 @@ def _unwrapped(module: str) -> tuple[str, str | None]:
 def _placement(wrapped: str, family: str) -> str:
     """Where a shift wrapper around `wrapped` (actrec's spelling) sits: a whole block of
     `family`, or a block's first convolution (any other module counts as that too)."""
-    return "block" if FAMILIES[family].block.match(wrapped) else "blockres"
+    return "block" if PUBLISHED_LAYOUTS[family].block.match(wrapped) else "blockres"
 
 
 def published_network(state_dict: dict[str, np.ndarray]) -> PublishedNetwork:
@@ -133,7 +134,7 @@ def _resnet_depth(modules: dict) -> int:
 
 
 def _input_channels(modules: dict, family: str) -> int:
-    stem = FAMILIES[family].stem
+    stem = PUBLISHED_LAYOUTS[family].stem
     weight = modules.get(stem, {}).get("weight")
     if weight is None or weight.ndim != 4:
         raise WeightsError(f"the state dict has no first convolution ({stem}.weight)")

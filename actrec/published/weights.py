@@ -1,6 +1,6 @@
 """A published network's PyTorch tensors set into the Keras segment model actrec builds for it.
 
-Every module of the published network is one Keras layer (actrec.published.module_names);
+Every module of the published network is one Keras layer (actrec.backbones.published_layout);
 its tensors become the layer's weights in Keras's layout:
 
     Conv2D            weight [O, I, kh, kw]          -> kernel [kh, kw, I, O]
@@ -18,9 +18,10 @@ from __future__ import annotations
 import keras
 import numpy as np
 
+from actrec.backbones.published_layout import CLASSIFIER_MODULE, keras_layer_name
 from actrec.errors import WeightsError
+from actrec.models.segment_model import segment_backbone
 from actrec.published.layouts import PublishedNetwork
-from actrec.published.module_names import CLASSIFIER_MODULE, keras_layer_name
 
 SHOWN_NAMES = 6
 
@@ -63,10 +64,7 @@ def set_published_weights(model: keras.Model, network: PublishedNetwork, source:
     """Sets every weight of `model` (a segment model of `network`'s backbone and classes)
     from `network`; WeightsError naming the missing and unexpected modules, with counts,
     or a tensor whose shape does not fit. `source` names the file in messages."""
-    # The nested backbone network (actrec.models.segment_model.segment_backbone, not
-    # imported: the weight store imports this module, and segment_model the store).
-    backbone = next(layer for layer in model.layers if isinstance(layer, keras.Model))
-    targets = _backbone_layers(backbone)
+    targets = _backbone_layers(segment_backbone(model))
     targets[CLASSIFIER_MODULE] = model.get_layer(CLASSIFIER_MODULE)
     _set_layers(targets, network, source)
 
@@ -74,7 +72,7 @@ def set_published_weights(model: keras.Model, network: PublishedNetwork, source:
 def set_published_backbone_weights(
     backbone: keras.Model, network: PublishedNetwork, source: str
 ) -> None:
-    """Sets every weight of `backbone` (actrec.models.backbones' network of `network`'s
+    """Sets every weight of `backbone` (actrec.backbones.build's network of `network`'s
     backbone, no classifier) from `network`, whose classifier is left out (an ImageNet
     file installed as a backbone's start)."""
     _set_layers(_backbone_layers(backbone), network, source, ignored=(CLASSIFIER_MODULE,))

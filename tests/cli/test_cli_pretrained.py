@@ -7,10 +7,10 @@ import json
 import re
 
 import pytest
-from actrec_cli.main import main
 from click.testing import CliRunner
 
-from actrec.config.backbones import backbone_spec, weighted_backbone_names
+from actrec.backbones.registry import backbone_spec, weighted_backbone_names
+from actrec_cli.main import main
 
 MOBILENET_V2 = backbone_spec("mobilenet_v2").weights
 RESNET50 = backbone_spec("resnet50").weights
@@ -36,12 +36,12 @@ def mobilenet_v2_download(tmp_path_factory):
     import h5py
     from keras.src.legacy.saving import legacy_h5_format
 
-    from actrec.models.backbones import build_plain_backbone
+    from actrec.backbones.build import build_plain_backbone
 
     path = tmp_path_factory.mktemp("downloads") / MOBILENET_V2.file_name
     with h5py.File(path, "w") as stream:
         legacy_h5_format.save_weights_to_hdf5_group(
-            stream, build_plain_backbone("mobilenet_v2", (32, 32, 3))
+            stream, build_plain_backbone(backbone_spec("mobilenet_v2"), (32, 32, 3))
         )
     return path
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 import io
 import re
 
-from actrec_cli.line_progress import LineProgress
 from rich.console import Console
+
+from actrec_cli.line_progress import LineProgress
 
 
 def _progress(every: int | None = None, interval_seconds: float = 30.0):

@@ -21,8 +21,9 @@ import subprocess
 import sys
 
 import click
-from actrec_cli.main import main
 from stub_folders import stub_folders
+
+from actrec_cli.main import main
 
 OUTPUTS = {
     ("export", "out_dir"), ("eval", "out_dir"), ("migrate", "out"), ("prepare", "out_dir"),

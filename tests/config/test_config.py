@@ -605,7 +605,7 @@ def test_clip_spec_follows_the_recipe():
 def test_backbone_choices_are_the_model_registry():
     """The config's backbone Literal (config imports no models) names the registry's entries,
     in its order, and TSM's backbones are those with a shift family."""
-    from actrec.config.backbones import BACKBONES
+    from actrec.backbones.registry import BACKBONES
     from actrec.config.choices import BACKBONE_NAMES, SHIFTABLE_BACKBONES
 
     assert tuple(BACKBONES) == BACKBONE_NAMES

@@ -17,7 +17,7 @@ import sys
 import onnx
 from derive_savedmodel_ops import _recipe_like
 
-from actrec.config.backbones import BACKBONES, SHIFT_FAMILIES, backbone_spec
+from actrec.backbones.registry import BACKBONES, SHIFT_BLOCKS, backbone_spec
 from actrec.config.recipe import DataConfig, ModelConfig
 from actrec.data.input.clip_spec import clip_spec
 from actrec.export.formats.onnx import OPSETS, _with_next_state_names, converted
@@ -51,7 +51,7 @@ def model_ops(model: bytes) -> set[tuple[str, str]]:
 def variant_ops(backbone: str, crop: int, opsets) -> set[tuple[str, str]]:
     ops: set[tuple[str, str]] = set()
     architectures = ["tsn"]
-    if backbone_spec(backbone).shift_family in SHIFT_FAMILIES:
+    if backbone_spec(backbone).shift_family in SHIFT_BLOCKS:
         architectures.append("tsm")
     for architecture in architectures:
         streams = []

@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 import sys
 
-from actrec.config.backbones import BACKBONES, SHIFT_FAMILIES, backbone_spec
+from actrec.backbones.registry import BACKBONES, SHIFT_BLOCKS, backbone_spec
 from actrec.config.recipe import DataConfig, ModelConfig
 from actrec.data.input.clip_spec import clip_spec
 from actrec.export.serving import build_serving_function, input_signature
@@ -44,7 +44,7 @@ def traced_ops(function, signature) -> set[str]:
 def variant_ops(backbone: str, crop: int) -> set[str]:
     ops: set[str] = set()
     architectures = ["tsn"]
-    if backbone_spec(backbone).shift_family in SHIFT_FAMILIES:
+    if backbone_spec(backbone).shift_family in SHIFT_BLOCKS:
         architectures.append("tsm")
     for architecture in architectures:
         streams = []

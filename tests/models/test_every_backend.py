@@ -4,7 +4,7 @@ config) in a fresh process under KERAS_BACKEND=jax and one under torch, and run 
 two clips: the logits and the difference between the two clips' logits within 1e-5 of
 TensorFlow's, relative to their size.
 
-The cases come from the registry (actrec.config.backbones.BACKBONES): a family is the
+The cases come from the registry (actrec.backbones.registry.BACKBONES): a family is the
 backbones of one constructor but for its size (ResNet50/101/152, EfficientNetB0-B3, ...);
 its first member runs on RGB as a TSM where TSM can be built on it (the TSN without the
 shift is the same network), else as a TSN; MobileNetV2 as both and on flow too (the first
@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from actrec.config.backbones import BACKBONES
+from actrec.backbones.registry import BACKBONES
 
 BACKENDS = ("jax", "torch")
 TOLERANCE = 1e-5

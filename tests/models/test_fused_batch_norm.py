@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from actrec.models.backbones import build_backbone, build_plain_backbone
-from actrec.models.fused_batch_norm import FusedBatchNormalization
+from actrec.backbones.build import build_backbone, build_plain_backbone
+from actrec.backbones.fused_batch_norm import FusedBatchNormalization
+from actrec.backbones.registry import backbone_spec
 
 
 def _pair(input_shape, **config):
@@ -104,8 +105,8 @@ def test_the_fused_kernel_runs_in_training_only_and_keras_ops_everywhere_else():
 
 
 def test_actrec_backbones_are_keras_networks_with_fused_batch_normalization():
-    plain = build_plain_backbone("test_mobilenet_v2", (32, 32, 3))
-    network = build_backbone("test_mobilenet_v2", (32, 32, 3))
+    plain = build_plain_backbone(backbone_spec("test_mobilenet_v2"), (32, 32, 3))
+    network = build_backbone(backbone_spec("test_mobilenet_v2"), (32, 32, 3))
     assert network.name == plain.name
     assert [layer.name for layer in network.layers] == [layer.name for layer in plain.layers]
     assert [w.path for w in network.weights] == [w.path for w in plain.weights]

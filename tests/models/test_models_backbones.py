@@ -8,9 +8,9 @@ import keras
 import numpy as np
 import pytest
 
-from actrec.config.backbones import BACKBONES, backbone_names, backbone_spec
+from actrec.backbones.build import build_backbone, build_plain_backbone
+from actrec.backbones.registry import BACKBONES, backbone_names, backbone_spec
 from actrec.errors import ConfigError
-from actrec.models.backbones import build_backbone, build_plain_backbone
 from actrec.models.preprocessing import FramePreprocessing
 
 # Tests run over the registry itself (timm style): a backbone added there is tested here.
@@ -143,19 +143,19 @@ def test_flow_preprocessing_maps_no_motion_to_zero(mode):
 def test_constructor_builds_a_no_top_network_of_the_registered_width(name):
     spec = backbone_spec(name)
     size = 75 if name == "inception_v3" else 32  # InceptionV3's smallest input
-    model = build_plain_backbone(name, (size, size, 3))
+    model = build_plain_backbone(backbone_spec(name), (size, size, 3))
     assert model.output_shape == (None, spec.feature_width)
     assert not any(isinstance(layer, keras.layers.Dense) for layer in model.layers)
 
 
 def test_flow_backbone_takes_stacked_channels():
-    model = build_backbone("mobilenet_v2", (32, 32, 10))
+    model = build_backbone(backbone_spec("mobilenet_v2"), (32, 32, 10))
     assert model.input_shape == (None, 32, 32, 10)
     assert model.output_shape == (None, BACKBONES["mobilenet_v2"].feature_width)
 
 
 def test_efficientnet_gets_the_rescaling_keras_adds_for_imagenet_weights():
-    model = build_backbone("efficientnet_b0", (32, 32, 3))
+    model = build_backbone(backbone_spec("efficientnet_b0"), (32, 32, 3))
     names = [layer.name for layer in model.layers]
     rescaling = model.get_layer("imagenet_stddev_rescaling")
     assert names.index("imagenet_stddev_rescaling") == names.index("stem_conv_pad") - 1

@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 from keras.src.legacy.saving import legacy_h5_format
 
-from actrec.config.backbones import backbone_spec
+from actrec.backbones import pretrained, weight_digests, weight_install, weight_store
+from actrec.backbones.build import build_backbone, build_plain_backbone
+from actrec.backbones.registry import backbone_spec
 from actrec.errors import WeightsError
-from actrec.models import pretrained, weight_digests, weight_install, weight_store
-from actrec.models.backbones import backbone_constructor, build_backbone, build_plain_backbone
 from actrec.models.initialisation import load_imagenet_weights
 from actrec.models.segment_model import build_segment_model, segment_backbone
 
@@ -30,7 +30,7 @@ def write_published_file(model: keras.Model, path) -> None:
 
 def randomised_reference(name: str, seed: int = 0) -> keras.Model:
     """A keras.applications no-top network whose every weight differs from a fresh one."""
-    model = build_plain_backbone(name, (SIZE, SIZE, 3))
+    model = build_plain_backbone(backbone_spec(name), (SIZE, SIZE, 3))
     rng = np.random.default_rng(seed)
     values = []
     for weight in model.weights:
@@ -169,22 +169,22 @@ def test_backbone_computes_what_keras_computes_with_the_same_imagenet_file(
     keras_module = __import__(f"keras.src.applications.{module}", fromlist=["file_utils"])
     monkeypatch.setattr(keras_module.file_utils, "get_file", lambda *args, **kwargs: str(path))
     spec = backbone_spec(name)
-    keras_model = backbone_constructor(spec)(
+    keras_model = getattr(keras.applications, spec.constructor)(
         include_top=False,
         weights="imagenet",
         input_shape=(SIZE, SIZE, 3),
         pooling="avg",
         **spec.constructor_arguments,
     )
-    ours = build_backbone(name, (SIZE, SIZE, 3))
-    load_imagenet_weights(ours, name, path)
+    ours = build_backbone(backbone_spec(name), (SIZE, SIZE, 3))
+    load_imagenet_weights(ours, backbone_spec(name), path)
     frames = np.random.default_rng(3).uniform(0, 255, (2, SIZE, SIZE, 3)).astype("float32")
     expected = keras.ops.convert_to_numpy(keras_model(frames))
     np.testing.assert_allclose(keras.ops.convert_to_numpy(ours(frames)), expected, atol=1e-5)
     if name == "efficientnet_b0":
         # Without the rescaling Keras adds for ImageNet weights the first convolution
         # (and, on trained weights, everything after it) sees other values.
-        plain = build_plain_backbone(name, (SIZE, SIZE, 3))
+        plain = build_plain_backbone(backbone_spec(name), (SIZE, SIZE, 3))
         plain.load_weights(str(path))
         stem = {
             label: keras.ops.convert_to_numpy(
@@ -198,7 +198,7 @@ def test_backbone_computes_what_keras_computes_with_the_same_imagenet_file(
 
 def test_missing_weights_error_names_the_file_url_and_import_command(isolated_store):
     with pytest.raises(WeightsError) as caught:
-        pretrained.resolve_weights("resnet50")
+        pretrained.resolve_weights(backbone_spec("resnet50"))
     message = str(caught.value)
     weights = backbone_spec("resnet50").weights
     assert weights.file_name in message
@@ -215,7 +215,7 @@ def test_model_with_imagenet_weights_fails_offline_without_the_file(isolated_sto
 def test_import_then_imagenet_weights_resolve_from_the_store(isolated_store, mobilenet_v2_file):
     path, expected = mobilenet_v2_file
     sha256 = hashlib.sha256(path.read_bytes()).hexdigest()
-    installed = weight_install.import_weights(path, expected_sha256=sha256)
+    installed = weight_install.import_weights(path, expected_sha256=sha256, convert=None)
     assert installed == isolated_store / path.name
     assert installed.read_bytes() == path.read_bytes()
     record = weight_store.read_manifest(isolated_store)["files"][path.name]
@@ -234,14 +234,14 @@ def store_entries(store):
 def test_import_with_a_wrong_sha256_installs_nothing(isolated_store, mobilenet_v2_file):
     path, _ = mobilenet_v2_file
     with pytest.raises(WeightsError, match="SHA-256"):
-        weight_install.import_weights(path, expected_sha256="0" * 64)
+        weight_install.import_weights(path, expected_sha256="0" * 64, convert=None)
     assert store_entries(isolated_store) == []
 
 
 def test_file_that_fails_the_published_md5_installs_nothing(isolated_store, resnet50_file):
     path, _ = resnet50_file
     with pytest.raises(WeightsError) as caught:
-        weight_install.import_weights(path, backbone="resnet50")
+        weight_install.import_weights(path, backbone_spec("resnet50"), convert=None)
     message = str(caught.value)
     assert backbone_spec("resnet50").weights.file_hash in message
     assert hashlib.md5(path.read_bytes()).hexdigest() in message
@@ -255,20 +255,20 @@ def test_fetch_from_a_file_url_verifies_and_installs(
     path, _ = mobilenet_v2_file
     sha256 = hashlib.sha256(path.read_bytes()).hexdigest()
     installed = weight_install.fetch_weights(
-        "mobilenet_v2", url=path.as_uri(), expected_sha256=sha256
+        backbone_spec("mobilenet_v2"), url=path.as_uri(), expected_sha256=sha256, convert=None
     )
     assert installed.read_bytes() == path.read_bytes()
     # A download that fails the published MD5 leaves no file behind, not even a partial one.
     bad, _ = resnet50_file
     with pytest.raises(WeightsError, match="MD5"):
-        weight_install.fetch_weights("resnet50", url=bad.as_uri())
+        weight_install.fetch_weights(backbone_spec("resnet50"), url=bad.as_uri(), convert=None)
     assert store_entries(isolated_store) == ["manifest.json", path.name]
 
 
 def test_fetch_offline_never_downloads(isolated_store, mobilenet_v2_file):
     path, _ = mobilenet_v2_file
     with pytest.raises(WeightsError) as caught:
-        weight_install.fetch_weights("mobilenet_v2", url=path.as_uri())
+        weight_install.fetch_weights(backbone_spec("mobilenet_v2"), url=path.as_uri(), convert=None)
     assert "ACTREC_OFFLINE" in str(caught.value)
     assert "actrec pretrained import" in str(caught.value)
     assert store_entries(isolated_store) == []
@@ -277,7 +277,7 @@ def test_fetch_offline_never_downloads(isolated_store, mobilenet_v2_file):
 def test_a_pytorch_file_is_installed_only_with_its_conversion_handed_in(isolated_store):
     """models reads no PyTorch file: actrec.published.imagenet hands the conversion in."""
     with pytest.raises(WeightsError, match=r"resnet50-0676ba61\.pth is a PyTorch file"):
-        weight_install.fetch_weights("resnet50_torchvision")
+        weight_install.fetch_weights(backbone_spec("resnet50_torchvision"), convert=None)
     assert store_entries(isolated_store) == []
 
 
@@ -288,12 +288,12 @@ def test_store_comes_before_the_keras_cache_and_changed_files_are_refused(
     cache = weight_store.keras_cache_directory()
     cache.mkdir(parents=True)
     (cache / path.name).write_bytes(b"another file")
-    assert pretrained.resolve_weights("mobilenet_v2") == cache / path.name
-    installed = weight_install.import_weights(path)
-    assert pretrained.resolve_weights("mobilenet_v2") == installed
+    assert pretrained.resolve_weights(backbone_spec("mobilenet_v2")) == cache / path.name
+    installed = weight_install.import_weights(path, convert=None)
+    assert pretrained.resolve_weights(backbone_spec("mobilenet_v2")) == installed
     installed.write_bytes(path.read_bytes()[:-10] + b"0123456789")
     with pytest.raises(WeightsError, match="changed since"):
-        pretrained.resolve_weights("mobilenet_v2")
+        pretrained.resolve_weights(backbone_spec("mobilenet_v2"))
 
 
 def test_md5_published_by_keras_is_checked(tmp_path, monkeypatch):
@@ -312,14 +312,14 @@ def test_md5_published_by_keras_is_checked(tmp_path, monkeypatch):
 
 def test_explicit_missing_path_is_an_error():
     with pytest.raises(WeightsError, match=r"does-not-exist\.h5"):
-        pretrained.resolve_weights("resnet50", "/nowhere/does-not-exist.h5")
+        pretrained.resolve_weights(backbone_spec("resnet50"), "/nowhere/does-not-exist.h5")
 
 
 def test_a_test_network_has_no_imagenet_file_but_takes_an_explicit_one(tmp_path):
     from actrec.errors import ConfigError
 
     with pytest.raises(ConfigError, match=r"'test_mobilenet_v2' is a test network with no Im"):
-        pretrained.resolve_weights("test_mobilenet_v2")
+        pretrained.resolve_weights(backbone_spec("test_mobilenet_v2"))
     own = tmp_path / "own.weights.h5"
-    build_backbone("test_mobilenet_v2", (32, 32, 3)).save_weights(str(own))
-    assert pretrained.resolve_weights("test_mobilenet_v2", own) == own
+    build_backbone(backbone_spec("test_mobilenet_v2"), (32, 32, 3)).save_weights(str(own))
+    assert pretrained.resolve_weights(backbone_spec("test_mobilenet_v2"), own) == own

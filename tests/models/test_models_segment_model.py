@@ -6,8 +6,9 @@ import keras
 import numpy as np
 import pytest
 
+from actrec.backbones.build import build_plain_backbone
+from actrec.backbones.registry import backbone_spec
 from actrec.errors import ConfigError
-from actrec.models.backbones import build_plain_backbone
 from actrec.models.keras_file import load_segment_model
 from actrec.models.segment_model import (
     batch_normalization_layers,
@@ -60,13 +61,13 @@ def test_tsm_and_tsn_have_identical_weight_lists(resnet_pair):
     assert [(w.path, tuple(w.shape)) for w in tsn.weights] == [
         (w.path, tuple(w.shape)) for w in tsm.weights
     ]
-    no_top = build_plain_backbone("resnet50", (SIZE, SIZE, 3))
+    no_top = build_plain_backbone(backbone_spec("resnet50"), (SIZE, SIZE, 3))
     assert len(tsn.weights) == len(no_top.weights) + 2  # + classifier kernel and bias
 
 
 def test_parameter_count_is_the_backbone_plus_the_classifier(resnet_pair):
     tsn, tsm = resnet_pair
-    no_top = build_plain_backbone("resnet50", (SIZE, SIZE, 3)).count_params()
+    no_top = build_plain_backbone(backbone_spec("resnet50"), (SIZE, SIZE, 3)).count_params()
     assert no_top == 23_587_712
     assert tsn.count_params() == no_top + 2048 * 101 + 101
     assert tsm.count_params() == tsn.count_params()

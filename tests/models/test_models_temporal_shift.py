@@ -7,9 +7,10 @@ import keras
 import numpy as np
 import pytest
 
+from actrec.backbones.build import build_backbone
+from actrec.backbones.graph_edit import producing_layer_name
+from actrec.backbones.registry import backbone_spec
 from actrec.errors import ConfigError
-from actrec.models.backbones import build_backbone
-from actrec.models.graph_edit import producing_layer_name
 from actrec.models.temporal_shift import TemporalShift, insert_temporal_shift
 
 
@@ -121,8 +122,8 @@ def consumers(model, tensor_layer_name):
 
 
 def test_blockres_shifts_only_the_residual_branch_of_every_resnet_block():
-    backbone = build_backbone("resnet50", (32, 32, 3))
-    shifted_backbone = insert_temporal_shift(backbone, "resnet50", num_segments=2)
+    backbone = build_backbone(backbone_spec("resnet50"), (32, 32, 3))
+    shifted_backbone = insert_temporal_shift(backbone, backbone_spec("resnet50"), num_segments=2)
     shifts = shift_layers(shifted_backbone)
     assert len(shifts) == 3 + 4 + 6 + 3  # every bottleneck block of ResNet50
     for shift in shifts:
@@ -143,8 +144,8 @@ def test_resnet101_blockres_shifts_every_other_block_like_the_official_n_round_2
     """ops/temporal_shift.py: n_round = 2 when layer3 has >= 23 blocks, and block i of each
     stage is shifted when i % n_round == 0: ResNet-101 (3, 4, 23, 3 blocks) gets 2 + 2 + 12
     + 2 = 18 shifts."""
-    backbone = build_backbone("resnet101", (32, 32, 3))
-    shifted_backbone = insert_temporal_shift(backbone, "resnet101", num_segments=2)
+    backbone = build_backbone(backbone_spec("resnet101"), (32, 32, 3))
+    shifted_backbone = insert_temporal_shift(backbone, backbone_spec("resnet101"), num_segments=2)
     names = {shift.name.removesuffix("_shift") for shift in shift_layers(shifted_backbone)}
     assert len(names) == 18
     expected = {
@@ -157,8 +158,10 @@ def test_resnet101_blockres_shifts_every_other_block_like_the_official_n_round_2
 
 
 def test_block_placement_shifts_every_path_of_the_block():
-    backbone = build_backbone("resnet50", (32, 32, 3))
-    shifted_backbone = insert_temporal_shift(backbone, "resnet50", 2, placement="block")
+    backbone = build_backbone(backbone_spec("resnet50"), (32, 32, 3))
+    shifted_backbone = insert_temporal_shift(
+        backbone, backbone_spec("resnet50"), 2, placement="block"
+    )
     assert len(shift_layers(shifted_backbone)) == 16
     assert sorted(consumers(shifted_backbone, "conv3_block1_shift")) == [
         "conv3_block1_0_conv",
@@ -171,8 +174,10 @@ def test_block_placement_shifts_every_path_of_the_block():
 
 
 def test_mobilenet_v2_shifts_the_expansion_of_inverted_residual_blocks_only():
-    backbone = build_backbone("mobilenet_v2", (32, 32, 3))
-    shifted_backbone = insert_temporal_shift(backbone, "mobilenet_v2", num_segments=2)
+    backbone = build_backbone(backbone_spec("mobilenet_v2"), (32, 32, 3))
+    shifted_backbone = insert_temporal_shift(
+        backbone, backbone_spec("mobilenet_v2"), num_segments=2
+    )
     residual_blocks = sorted(
         layer.name.removesuffix("_add") for layer in backbone.layers if layer.name.endswith("_add")
     )
@@ -187,8 +192,10 @@ def test_mobilenet_v2_shifts_the_expansion_of_inverted_residual_blocks_only():
 def test_the_test_network_is_shifted_as_mobilenet_v2_is():
     """Its residual blocks carry keras.applications' names, so TSM shifts their expansion
     (and the streaming export finds them) exactly as in MobileNetV2."""
-    backbone = build_backbone("test_mobilenet_v2", (32, 32, 3))
-    shifted_backbone = insert_temporal_shift(backbone, "test_mobilenet_v2", num_segments=2)
+    backbone = build_backbone(backbone_spec("test_mobilenet_v2"), (32, 32, 3))
+    shifted_backbone = insert_temporal_shift(
+        backbone, backbone_spec("test_mobilenet_v2"), num_segments=2
+    )
     assert [layer.name for layer in shift_layers(shifted_backbone)] == [
         "block_2_shift",
         "block_3_shift",
@@ -199,15 +206,15 @@ def test_the_test_network_is_shifted_as_mobilenet_v2_is():
 
 
 def test_other_backbones_are_a_clear_error():
-    backbone = build_backbone("densenet121", (32, 32, 3))
+    backbone = build_backbone(backbone_spec("densenet121"), (32, 32, 3))
     with pytest.raises(ConfigError) as caught:
-        insert_temporal_shift(backbone, "densenet121", 2)
+        insert_temporal_shift(backbone, backbone_spec("densenet121"), 2)
     message = str(caught.value)
     assert "densenet121" in message
     assert "resnet50" in message and "mobilenet_v2" in message
 
 
 def test_unknown_placement_is_an_error():
-    backbone = build_backbone("mobilenet_v2", (32, 32, 3))
+    backbone = build_backbone(backbone_spec("mobilenet_v2"), (32, 32, 3))
     with pytest.raises(ConfigError, match="'stage'"):
-        insert_temporal_shift(backbone, "mobilenet_v2", 2, placement="stage")
+        insert_temporal_shift(backbone, backbone_spec("mobilenet_v2"), 2, placement="stage")

@@ -166,7 +166,7 @@ def test_a_setting_and_a_source_are_named_in_few_code_files():
         "actrec/published/sources/tsm.py",
     ]
     assert _code_files_naming("mmaction2") == [
-        "actrec/config/backbones.py",
+        "actrec/backbones/spec.py",
         "actrec/published/sources/mmaction2.py",
     ]
 

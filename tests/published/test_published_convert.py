@@ -132,23 +132,24 @@ def test_torchvision_file_installs_as_the_imagenet_start_of_its_backbone(tmp_pat
     `imagenet` computes torchvision's features."""
     import dataclasses
 
-    from actrec.config import backbones
+    from actrec.backbones import registry
+    from actrec.backbones.weight_install import import_weights
     from actrec.errors import WeightsError
     from actrec.models.segment_model import build_segment_model, segment_backbone
-    from actrec.published.imagenet import import_weights
+    from actrec.published.imagenet import convert_imagenet_file
 
     model = reference.randomise_(reference.torchvision_resnet(50), seed=5)
     checkpoint = reference.save_torchvision(model, tmp_path)
     store = tmp_path / "store"
     with pytest.raises(WeightsError, match="does not start with 0676ba61"):
-        import_weights(checkpoint, directory=store)
+        import_weights(checkpoint, directory=store, convert=convert_imagenet_file)
     assert not (store / "resnet50_torchvision_notop.weights.h5").exists()
     # The test's random file has its own digest: the registry is told it (as a mirror's).
-    spec = backbones.BACKBONES["resnet50_torchvision"]
+    spec = registry.BACKBONES["resnet50_torchvision"]
     prefix = reference._sha256(checkpoint)[:8]
     patched = dataclasses.replace(spec, weights=dataclasses.replace(spec.weights, file_hash=prefix))
-    monkeypatch.setitem(backbones.BACKBONES, "resnet50_torchvision", patched)
-    installed = import_weights(checkpoint, directory=store)
+    monkeypatch.setitem(registry.BACKBONES, "resnet50_torchvision", patched)
+    installed = import_weights(checkpoint, directory=store, convert=convert_imagenet_file)
     assert installed.name == "resnet50_torchvision_notop.weights.h5"
     monkeypatch.setenv("ACTREC_PRETRAINED", str(store))
     network = build_segment_model(

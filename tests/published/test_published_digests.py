@@ -9,9 +9,9 @@ import re
 
 import pytest
 
-from actrec.config.backbones import BACKBONES, backbone_spec
+from actrec.backbones import pretrained, weight_install
+from actrec.backbones.registry import BACKBONES, backbone_spec
 from actrec.errors import WeightsError
-from actrec.models import pretrained, weight_install
 
 HEX = re.compile(r"[0-9a-f]+")
 
@@ -48,14 +48,14 @@ def test_a_file_without_a_published_digest_is_used_only_as_installed(empty_store
     by_hand = empty_store / weights.file_name
     by_hand.write_bytes(download.read_bytes())
     with pytest.raises(WeightsError) as caught:
-        pretrained.resolve_weights("mobilenet_v2")
+        pretrained.resolve_weights(backbone_spec("mobilenet_v2"))
     message = " ".join(str(caught.value).split())
     assert "records no SHA-256" in message and "actrec pretrained import" in message
     by_hand.unlink()
-    installed = weight_install.import_weights(download)
-    assert pretrained.resolve_weights("mobilenet_v2") == installed
+    installed = weight_install.import_weights(download, convert=None)
+    assert pretrained.resolve_weights(backbone_spec("mobilenet_v2")) == installed
     status = pretrained.weights_status(backbone_spec("mobilenet_v2"))
     assert pretrained.check_found_file(status) == "the SHA-256 recorded at installation"
     installed.write_bytes(b"MobileNetV2 weights, altered")
     with pytest.raises(WeightsError, match="changed since"):
-        pretrained.resolve_weights("mobilenet_v2")
+        pretrained.resolve_weights(backbone_spec("mobilenet_v2"))

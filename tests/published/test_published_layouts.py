@@ -9,12 +9,13 @@ import keras
 import numpy as np
 import pytest
 
+from actrec.backbones.build import build_plain_backbone
+from actrec.backbones.published_layout import keras_layer_name
+from actrec.backbones.registry import backbone_spec
 from actrec.errors import WeightsError
-from actrec.models.backbones import build_plain_backbone
 from actrec.models.temporal_shift import TemporalShift, insert_temporal_shift
 from actrec.published.file_names import settings_from_file_name
 from actrec.published.layouts import detect_layout, published_network
-from actrec.published.module_names import keras_layer_name
 
 
 def torchvision_resnet_modules(depth: int) -> list[str]:
@@ -47,7 +48,7 @@ def tsm_mobilenet_v2_modules() -> list[str]:
     ],
 )
 def test_every_weighted_layer_is_exactly_one_pytorch_module(backbone, family, modules):
-    network = build_plain_backbone(backbone, (32, 32, 3))
+    network = build_plain_backbone(backbone_spec(backbone), (32, 32, 3))
     weighted = {layer.name for layer in network.layers if layer.weights}
     named = [keras_layer_name(family, module) for module in modules]
     assert None not in named
@@ -56,7 +57,7 @@ def test_every_weighted_layer_is_exactly_one_pytorch_module(backbone, family, mo
 
 
 def test_torchvision_resnet_puts_the_stride_on_the_3x3_convolution_without_biases():
-    network = build_plain_backbone("resnet50_torchvision", (64, 64, 3))
+    network = build_plain_backbone(backbone_spec("resnet50_torchvision"), (64, 64, 3))
     block = {layer.name: layer for layer in network.layers}
     assert block["conv3_block1_1_conv"].strides == (1, 1)
     assert block["conv3_block1_2_conv"].strides == (2, 2)
@@ -70,14 +71,12 @@ def test_torchvision_resnet_puts_the_stride_on_the_3x3_convolution_without_biase
 
 
 def test_tsm_shifts_the_blocks_the_official_code_shifts():
-    resnet101 = insert_temporal_shift(
-        build_plain_backbone("resnet101_torchvision", (32, 32, 3)), "resnet101_torchvision", 2
-    )
+    spec = backbone_spec("resnet101_torchvision")
+    resnet101 = insert_temporal_shift(build_plain_backbone(spec, (32, 32, 3)), spec, 2)
     shifts = [layer.name for layer in resnet101.layers if isinstance(layer, TemporalShift)]
     assert len(shifts) == 18  # n_round = 2: every other block of each stage
-    mobilenet = insert_temporal_shift(
-        build_plain_backbone("mobilenet_v2_tsm", (32, 32, 3)), "mobilenet_v2_tsm", 2
-    )
+    spec = backbone_spec("mobilenet_v2_tsm")
+    mobilenet = insert_temporal_shift(build_plain_backbone(spec, (32, 32, 3)), spec, 2)
     shifted = sorted(
         int(layer.name.split("_")[1])
         for layer in mobilenet.layers

@@ -13,11 +13,10 @@ import numpy as np
 import pytest
 from repo_paths import REPO_ROOT
 
-from actrec.config.backbones import backbone_spec
+from actrec.backbones.registry import PUBLISHED_LAYOUTS, backbone_spec
 from actrec.errors import ConfigError, WeightsError
 from actrec.published.file_names import NamedSettings, settings_from_file_name
 from actrec.published.layouts import RESNET_DEPTHS, published_network
-from actrec.published.module_names import FAMILIES
 from actrec.published.sources.registry import PublishedSource, published_sources, source_named
 
 KEYS = {
@@ -88,7 +87,7 @@ def test_each_source_claims_its_reference_checkpoints_and_no_other_does(
 
 def test_every_source_s_families_load_into_registered_pytorch_backbones():
     for source in published_sources():
-        assert set(source.backbones) <= set(FAMILIES), source.name
+        assert set(source.backbones) <= set(PUBLISHED_LAYOUTS), source.name
         for family in source.backbones:
             for depth in RESNET_DEPTHS.values() if family == "resnet" else (None,):
                 spec = backbone_spec(source.backbone(family, depth))

@@ -9,15 +9,15 @@ model zoo that the name does not say.
 
 Input: RGB as torchvision normalises it (mmaction2's mean 123.675, 116.28, 103.53 and std
 58.395, 57.12, 57.375), flow (x - 128) / 128 (its TSN flow configs): preprocessing
-"mmaction2" (actrec.config.backbones.SOURCE_NORMALISATIONS).
+"mmaction2" (actrec.backbones.spec.SOURCE_NORMALISATIONS).
 """
 
 from __future__ import annotations
 
 import re
 
+from actrec.backbones.published_layout import CLASSIFIER_MODULE
 from actrec.published.file_names import NamedSettings
-from actrec.published.module_names import CLASSIFIER_MODULE
 from actrec.published.sources.registry import TORCHVISION_RESNET, PublishedSource, strip_prefix
 
 NAME = "mmaction2"

@@ -3,7 +3,7 @@ ImageNet models come from.
 
 Each source is one module of this package that defines `SOURCE`, a PublishedSource: how its
 state dicts are recognised (`claims`), its module names in actrec's spelling (`module_name`:
-actrec.published.module_names then maps them to Keras layers by backbone family), what its
+actrec.backbones.published_layout then maps them to Keras layers by backbone family), what its
 file names say (`named_settings`), where its files are downloaded (`download_hint`), its
 input normalisation (`preprocessing`, a model.preprocessing mode), the backbone each of its
 network families loads into (`backbones`), the defaults of a file that says nothing
@@ -22,12 +22,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import actrec.published.sources as sources
 from actrec.errors import WeightsError
 
 IMAGENET_CLASSES = 1000
 TORCHVISION_RESNET = "resnet{depth}_torchvision"
 TSM_MOBILENET_V2 = "mobilenet_v2_tsm"
-"""The backbones (actrec.config.backbones) published files load into: torchvision's ResNet
+"""The backbones (actrec.backbones.registry) published files load into: torchvision's ResNet
 of the file's depth, TSM's MobileNetV2."""
 
 
@@ -50,7 +51,7 @@ class PublishedSource:
     key_form: its keys in a few words, for the message listing what actrec converts.
     module_name(module) -> `module` (this source's path, shift wrappers' `.net` removed) in
         actrec's spelling (torchvision's ResNet names or TSM's MobileNetV2 names).
-    backbones: {network family (actrec.published.module_names.FAMILIES): the registered
+    backbones: {network family (actrec.backbones.registry.PUBLISHED_LAYOUTS): the registered
         backbone its files load into, `{depth}` standing for a ResNet's depth}.
     docs_section: the heading of its section of docs/model-zoo.md (its files, the command).
     named_settings(file_name) -> what the file name says (a NamedSettings), None when the
@@ -92,8 +93,6 @@ def published_sources() -> tuple[PublishedSource, ...]:
     """Every registered source (every module of this package but the registry), by module
     name. Their `claims` exclude each other (tests/published/test_published_sources.py), so
     the order does not decide a state dict's source."""
-    from actrec.published import sources
-
     modules = sorted(
         module.name
         for module in pkgutil.iter_modules(sources.__path__)

@@ -4,7 +4,7 @@ backbone's weights (`actrec pretrained fetch / import`) or a start for `--init-f
 
 from __future__ import annotations
 
-from actrec.published.module_names import CLASSIFIER_MODULE
+from actrec.backbones.published_layout import CLASSIFIER_MODULE
 from actrec.published.sources.registry import TORCHVISION_RESNET, PublishedSource
 
 

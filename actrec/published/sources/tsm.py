@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import re
 
+from actrec.backbones.published_layout import CLASSIFIER_MODULE
 from actrec.published.file_names import NamedSettings
-from actrec.published.module_names import CLASSIFIER_MODULE
 from actrec.published.sources.registry import (
     TORCHVISION_RESNET,
     TSM_MOBILENET_V2,

@@ -32,7 +32,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass, replace
 
-from actrec.config.backbones import backbone_spec
+from actrec.backbones.registry import backbone_spec
 from actrec.config.overrides import setting_value
 from actrec.config.recipe import SHIFT_SETTINGS
 from actrec.runs.record import RunRecord

@@ -9,7 +9,6 @@ list and loads the same weight files.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 
 import keras
@@ -42,30 +41,3 @@ def producing_layer_name(tensor) -> str | None:
     if history is None:
         return None
     return history.operation.name
-
-
-IMAGENET_STDDEV_RGB = (0.229, 0.224, 0.225)
-
-
-def efficientnet_with_imagenet_rescaling(model: keras.Model) -> keras.Model:
-    """Returns EfficientNet (v1) `model` with the rescaling Keras inserts after its input
-    Normalization layer when it loads ImageNet weights itself: x / sqrt(stddev) per channel.
-
-    With C != 3 input channels (flow), the three factors are averaged into one.
-    """
-    normalization_names = [
-        layer.name for layer in model.layers if isinstance(layer, keras.layers.Normalization)
-    ]
-    if not normalization_names:
-        return model
-    normalization_name = normalization_names[0]
-    factors = [1.0 / math.sqrt(stddev) for stddev in IMAGENET_STDDEV_RGB]
-
-    def rescale_after_normalization(layer, inputs):
-        if producing_layer_name(inputs) != normalization_name:
-            return inputs
-        channels = inputs.shape[-1]
-        scale = factors if channels == 3 else sum(factors) / len(factors)
-        return keras.layers.Rescaling(scale, name="imagenet_stddev_rescaling")(inputs)
-
-    return rebuild_with_input_transform(model, rescale_after_normalization)

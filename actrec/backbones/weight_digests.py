@@ -10,7 +10,7 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from actrec.config.backbones import BackboneSpec
+from actrec.backbones.spec import BackboneSpec
 from actrec.errors import WeightsError
 
 READ_CHUNK_BYTES = 1 << 20

@@ -1,5 +1,5 @@
 """Where a backbone's ImageNet weight file resolves from, checked against its digests;
-the store itself (actrec.models.weight_store), digests (weight_digests) and installing
+the store itself (actrec.backbones.weight_store), digests (weight_digests) and installing
 (weight_install) live beside it; import their names from them.
 
 Resolution order for a backbone's no-top ImageNet file (docs/architecture.md §4):
@@ -12,7 +12,7 @@ Resolution order for a backbone's no-top ImageNet file (docs/architecture.md §4
    `allow_download=True`), never when `$ACTREC_OFFLINE` is 1.
 
 Digests: Keras publishes an MD5 digest for every file here but MobileNetV2's (see
-actrec.config.backbones); a file that does not match it is never used or installed. The
+actrec.backbones.registry); a file that does not match it is never used or installed. The
 store records the SHA-256 of every file it installs in `manifest.json` and checks it on
 every use, which also covers MobileNetV2 (`sha256_recorded_at_install`: a store copy of it
 without that record is refused); `import_weights(..., expected_sha256=...)` checks a digest
@@ -26,19 +26,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from actrec.config.backbones import BACKBONES, BackboneSpec, backbone_spec, published_weights
-from actrec.errors import WeightsError
-from actrec.models.weight_digests import (
-    verified_digests,
-)
-from actrec.models.weight_install import fetch_weights
-from actrec.models.weight_store import (
+from actrec.backbones.registry import BACKBONES, published_weights
+from actrec.backbones.spec import BackboneSpec
+from actrec.backbones.weight_digests import verified_digests
+from actrec.backbones.weight_install import fetch_weights
+from actrec.backbones.weight_store import (
     check_store_record,
     keras_cache_directory,
     missing_weights_message,
     store_directories,
     unrecorded_file_message,
 )
+from actrec.errors import WeightsError
 from actrec.progress import Progress
 
 __all__ = [
@@ -95,19 +94,19 @@ def check_found_file(status: WeightsStatus) -> str:
 
 
 def resolve_weights(
-    backbone: str,
+    spec: BackboneSpec,
     path: Path | str | None = None,
     allow_download: bool = False,
     progress: Progress | None = None,
 ) -> Path:
-    """Returns the path of `backbone`'s no-top ImageNet weight file, checked.
+    """Returns the path of `spec`'s no-top ImageNet weight file, checked.
 
     path: an explicit file, used as given (not hash-checked: it may be your own weights).
-    allow_download: download into the store when no local copy exists.
+    allow_download: download into the store when no local copy exists (a PyTorch file is
+    refused: `actrec pretrained fetch` converts it).
     Raises WeightsError when the file is missing (naming the file, its URL and the import
     command) or fails its digest check.
     """
-    spec = backbone_spec(backbone)
     if path is not None:
         explicit = Path(path).expanduser()
         if not explicit.is_file():
@@ -122,5 +121,5 @@ def resolve_weights(
         check_found_file(status)
         return status.path
     if allow_download:
-        return fetch_weights(backbone, progress=progress)
+        return fetch_weights(spec, progress=progress, convert=None)
     raise WeightsError(missing_weights_message(spec))

@@ -3,9 +3,9 @@ downloaded elsewhere (`import_weights`); each file is checked against its digest
 takes its final name, and recorded in the store's manifest.
 
 A PyTorch-layout backbone's file (torchvision's, TSM's) is converted into the Keras file the
-store keeps when it is installed; reading PyTorch files is actrec.published's, so the
-conversion is handed in (`convert`): actrec.published.imagenet's fetch_weights and
-import_weights hand it, for every backbone (`actrec pretrained fetch / import`).
+store keeps when it is installed; reading PyTorch files is actrec.published's, so every
+caller says how (`convert`: actrec.published.imagenet.convert_imagenet_file, which `actrec
+pretrained fetch / import` hand in; None refuses a PyTorch file).
 
 Standard library only: it does not import Keras.
 """
@@ -19,23 +19,21 @@ import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
-from actrec.config.backbones import (
-    BackboneSpec,
-    backbone_spec,
+from actrec.backbones.registry import (
+    BACKBONES,
     published_weights,
     spec_for_weights_file,
     weighted_backbone_names,
 )
-from actrec.errors import WeightsError
-from actrec.files.atomic import commit_temporary, temporary_path
-from actrec.models.weight_digests import (
+from actrec.backbones.spec import BackboneSpec
+from actrec.backbones.weight_digests import (
     READ_CHUNK_BYTES,
     check_source_digest,
     file_digests,
     verification_summary,
     verified_digests,
 )
-from actrec.models.weight_store import (
+from actrec.backbones.weight_store import (
     OFFLINE_ENVIRONMENT,
     STORE_ENVIRONMENT,
     is_offline,
@@ -43,6 +41,7 @@ from actrec.models.weight_store import (
     record_installed,
     store_directory,
 )
+from actrec.errors import WeightsError
 from actrec.progress import NullProgress, Progress
 
 DOWNLOAD_TIMEOUT_SECONDS = 60
@@ -58,7 +57,7 @@ def _require_converter(spec: BackboneSpec, convert: Converter | None) -> None:
         raise WeightsError(
             f"{spec.weights.source_file_name} is a PyTorch file, converted when it is "
             f"installed: install it with `actrec pretrained fetch {spec.name}` or `actrec "
-            "pretrained import FILE` (actrec.published.imagenet)"
+            "pretrained import FILE` (actrec.published.imagenet converts it)"
         )
 
 
@@ -126,22 +125,22 @@ def _prepared_store(directory: Path | None) -> Path:
 
 
 def fetch_weights(
-    backbone: str,
+    spec: BackboneSpec,
     url: str | None = None,
     directory: Path | None = None,
     expected_sha256: str | None = None,
     progress: Progress | None = None,
-    convert: Converter | None = None,
+    *,
+    convert: Converter | None,
 ) -> Path:
-    """Downloads `backbone`'s weight file into the store, checks it, and returns its path.
+    """Downloads `spec`'s weight file into the store, checks it, and returns its path.
 
-    url: another source (a mirror, or a file:// URL) instead of Keras's published one.
+    url: another source (a mirror, or a file:// URL) instead of the published one.
     convert: how a PyTorch-layout backbone's file becomes the store's Keras file (see the
-    module docstring); without it such a backbone is refused.
+    module docstring); None refuses such a backbone.
     Raises WeightsError when offline (`$ACTREC_OFFLINE`), on a network error or on a
     digest mismatch; in every failure nothing is installed.
     """
-    spec = backbone_spec(backbone)
     source = url or published_weights(spec).url
     _require_converter(spec, convert)
     if is_offline():
@@ -180,15 +179,16 @@ def fetch_weights(
 
 def import_weights(
     file: Path | str,
-    backbone: str | None = None,
+    spec: BackboneSpec | None = None,
     directory: Path | None = None,
     expected_sha256: str | None = None,
-    convert: Converter | None = None,
+    *,
+    convert: Converter | None,
 ) -> Path:
     """Copies a weight file downloaded elsewhere into the store after checking it, and
     returns the installed path.
 
-    backbone: whose file it is; by default found from the file name (Keras's name).
+    spec: whose file it is; by default found from the file name (its publisher's name).
     expected_sha256: also require this SHA-256 (the only check for MobileNetV2, for which
     Keras publishes no digest).
     convert: as for `fetch_weights`.
@@ -197,14 +197,13 @@ def import_weights(
     source = Path(file).expanduser()
     if not source.is_file():
         raise WeightsError(f"{source} is not a file; give the downloaded weight file")
-    if backbone is not None:
-        spec = backbone_spec(backbone)
+    if spec is not None:
         published_weights(spec)
     else:
         spec = spec_for_weights_file(source.name)
         if spec is None:
             known = ", ".join(
-                backbone_spec(name).weights.file_name for name in weighted_backbone_names()
+                BACKBONES[name].weights.file_name for name in weighted_backbone_names()
             )
             raise WeightsError(
                 f"{source.name} is not a known weight file name (known: {known}); "

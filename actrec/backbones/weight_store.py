@@ -11,10 +11,10 @@ import os
 import time
 from pathlib import Path
 
-from actrec.config.backbones import BackboneSpec
+from actrec.backbones.spec import BackboneSpec
+from actrec.backbones.weight_digests import FileDigests
 from actrec.errors import WeightsError
 from actrec.files.atomic import write_text_atomic
-from actrec.models.weight_digests import FileDigests
 
 STORE_ENVIRONMENT = "ACTREC_PRETRAINED"
 OFFLINE_ENVIRONMENT = "ACTREC_OFFLINE"
