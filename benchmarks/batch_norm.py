@@ -30,7 +30,9 @@ def training_step(backbone_builder, name: str, size: int, frames: int, classes: 
     import keras
     import tensorflow as tf
 
-    network = backbone_builder(name, (size, size, 3))
+    from actrec.backbones.registry import backbone_spec
+
+    network = backbone_builder(backbone_spec(name), (size, size, 3))
     model = keras.Sequential([network, keras.layers.Dense(classes)])
     optimizer = keras.optimizers.Adam(1e-3)
     images = tf.random.stateless_uniform((frames, size, size, 3), seed=(0, 1))

@@ -16,17 +16,17 @@ from pathlib import Path
 
 from actrec.backbones.spec import BackboneSpec
 from actrec.errors import WeightsError
+from actrec.published.layouts import published_network
+from actrec.published.torch_files import read_torch_checkpoint
 
 
 def convert_imagenet_file(source: Path, spec: BackboneSpec, destination: Path) -> None:
     """Writes `spec`'s no-top backbone with the weights of the PyTorch ImageNet file
     `source` to `destination` (a name ending in .weights.h5); WeightsError when the file is
     not that network."""
-    # Keras, numpy and the torch reader only when a PyTorch file is converted: installing a
-    # Keras file (`actrec pretrained fetch mobilenet_v2`) imports neither.
+    # Keras only when a PyTorch file is converted: installing a Keras file (`actrec
+    # pretrained fetch mobilenet_v2`) does not import it.
     from actrec.backbones.build import build_plain_backbone
-    from actrec.published.layouts import published_network
-    from actrec.published.torch_files import read_torch_checkpoint
     from actrec.published.weights import set_published_backbone_weights
 
     network = published_network(read_torch_checkpoint(source).state_dict)

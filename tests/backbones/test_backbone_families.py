@@ -1,0 +1,131 @@
+"""A backbone family is one folder of actrec/backbones/ (issue 66): the registry finds it by
+itself, and nothing outside the folder imports it or names its modules, so adding a family
+touches no other file of the package (its test and its docs row aside)."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from actrec.backbones.registry import BACKBONES, FAMILIES, PUBLISHED_LAYOUTS, SHIFT_BLOCKS
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+BACKBONES_FOLDER = REPO_ROOT / "actrec" / "backbones"
+SOURCE_FOLDERS = ("actrec", "cli", "benchmarks", "tests")
+
+
+def family_folders() -> list[str]:
+    return sorted(path.parent.name for path in BACKBONES_FOLDER.glob("*/__init__.py"))
+
+
+def test_the_registry_lists_every_family_folder_and_each_folder_fills_the_contract():
+    assert sorted(FAMILIES) == family_folders()
+    assert len(FAMILIES) >= 8
+    for name, family in FAMILIES.items():
+        folder = BACKBONES_FOLDER / name
+        assert (folder / "spec.py").is_file() and (folder / "build.py").is_file(), name
+        assert family.specs and all(spec.family == name for spec in family.specs), name
+        assert (family.shift is not None) == (folder / "shift.py").is_file(), name
+        assert (family.published_layout is not None) == (folder / "layout.py").is_file(), name
+    assert list(BACKBONES) == [spec.name for family in FAMILIES.values() for spec in family.specs]
+    assert {spec.shift_family for spec in BACKBONES.values()} - {None} == set(SHIFT_BLOCKS)
+    assert set(PUBLISHED_LAYOUTS) == {"resnet", "mobilenet_v2"}
+
+
+def modules_named_in(path: Path) -> set[str]:
+    """The actrec modules `path` imports, and the dotted or slashed actrec paths its code
+    (not its docstrings) spells out."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    named: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            named.add(node.module)
+            named.update(f"{node.module}.{alias.name}" for alias in node.names)
+        elif isinstance(node, ast.Import):
+            named.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            named.add(node.value.replace("/", "."))
+    return named
+
+
+def files_touching_families() -> dict[str, list[str]]:
+    """For each family, the files outside actrec/backbones/<family>/ (and its test,
+    tests/backbones/test_<family>.py) that import one of its modules or spell its folder's
+    path."""
+    names = {
+        path: modules_named_in(path)
+        for folder in SOURCE_FOLDERS
+        for path in sorted((REPO_ROOT / folder).rglob("*.py"))
+    }
+    touching: dict[str, list[str]] = {}
+    for family in family_folders():
+        prefix = f"actrec.backbones.{family}"
+        touching[family] = [
+            path.relative_to(REPO_ROOT).as_posix()
+            for path, named in names.items()
+            if (BACKBONES_FOLDER / family) not in path.parents
+            and path.name != f"test_{family}.py"
+            and any(name == prefix or name.startswith(f"{prefix}.") for name in named)
+        ]
+    return touching
+
+
+def test_no_file_outside_a_family_folder_imports_or_names_its_modules():
+    assert files_touching_families() == {family: [] for family in family_folders()}
+
+
+def test_a_new_folder_is_a_backbone_choice_without_another_file(tmp_path):
+    """A family folder put beside the others (here through the package's search path) is
+    registered, a recipe choice and validated, with no other file changed."""
+    folder = tmp_path / "tiny_family"
+    folder.mkdir()
+    (folder / "__init__.py").write_text('"""A test family."""\n')
+    (folder / "spec.py").write_text(
+        textwrap.dedent(
+            """
+            from actrec.backbones.spec import BackboneFamily, BackboneSpec
+
+            FAMILY = BackboneFamily(
+                name="tiny_family",
+                position=99,
+                specs=(
+                    BackboneSpec(
+                        name="tiny_net",
+                        family="tiny_family",
+                        constructor="tiny_net",
+                        default_input_size=32,
+                        preprocessing="tf",
+                        feature_width=8,
+                        weights=None,
+                    ),
+                ),
+            )
+            """
+        )
+    )
+    code = textwrap.dedent(
+        f"""
+        import sys
+        import actrec.backbones
+        actrec.backbones.__path__.append({str(tmp_path)!r})
+        from actrec.backbones.registry import BACKBONES
+        from actrec.config.choices import BACKBONE_NAMES
+        from actrec.config.files import load_recipe
+        from actrec.config.overrides import with_settings
+        from actrec.config.validate import validate_recipe
+        recipe = with_settings(
+            load_recipe("synthetic-rgb"), {{"model.backbone": "tiny_net", "model.weights": "none"}}
+        )
+        validate_recipe(recipe)
+        heavy = [name for name in ("keras", "tensorflow") if name in sys.modules]
+        print(list(BACKBONES)[-1], "tiny_net" in BACKBONE_NAMES, heavy)
+        """
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split("\n")[-2] == "tiny_net True []"
