@@ -157,15 +157,14 @@ def insert_temporal_shift(
 ) -> keras.Model:
     """Returns `backbone` (the network of registry entry `spec`) rebuilt with TemporalShift
     layers where its family's ShiftBlocks say (actrec.backbones.<family>.shift), freshly
-    initialised; weights and layer names are
-    unchanged, so it loads the same weight files.
+    initialised; weights and layer names are unchanged, so it loads the same weight files.
 
     placement "blockres": the shift feeds the first convolution of each residual branch
     (ResNet `convK_blockM_1_conv`, MobileNetV2 `block_M_expand` of blocks with an add),
     the identity / projection path sees the unshifted input (TSM's default).
     placement "block": the block's input is shifted for every path of the block.
     """
-    places = shift_blocks(spec)
+    places = shift_blocks(spec)  # ConfigError for a backbone TSM cannot shift
     if placement not in SHIFT_PLACEMENTS:
         raise ConfigError(
             f"unknown shift placement {placement!r}; choose one of: {', '.join(SHIFT_PLACEMENTS)}"

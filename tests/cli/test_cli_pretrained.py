@@ -7,10 +7,10 @@ import json
 import re
 
 import pytest
+from actrec_cli.main import main
 from click.testing import CliRunner
 
 from actrec.backbones.registry import backbone_spec, weighted_backbone_names
-from actrec_cli.main import main
 
 MOBILENET_V2 = backbone_spec("mobilenet_v2").weights
 RESNET50 = backbone_spec("resnet50").weights

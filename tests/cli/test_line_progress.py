@@ -5,9 +5,8 @@ from __future__ import annotations
 import io
 import re
 
-from rich.console import Console
-
 from actrec_cli.line_progress import LineProgress
+from rich.console import Console
 
 
 def _progress(every: int | None = None, interval_seconds: float = 30.0):

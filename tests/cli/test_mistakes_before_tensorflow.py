@@ -21,9 +21,8 @@ import subprocess
 import sys
 
 import click
-from stub_folders import stub_folders
-
 from actrec_cli.main import main
+from stub_folders import stub_folders
 
 OUTPUTS = {
     ("export", "out_dir"), ("eval", "out_dir"), ("migrate", "out"), ("prepare", "out_dir"),

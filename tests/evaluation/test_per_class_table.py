@@ -33,9 +33,8 @@ def test_classes_come_worst_recall_first_and_classes_without_videos_are_left_out
 
 
 def test_eval_prints_the_sorted_table_beside_top1_and_mean_class_accuracy():
-    from rich.console import Console
-
     from actrec_cli.eval_tables import per_class_table, summary_table
+    from rich.console import Console
 
     evaluation = SimpleNamespace(
         name="rgb",
