@@ -42,6 +42,7 @@ from actrec.backbones.weight_store import (
     store_directory,
 )
 from actrec.errors import WeightsError
+from actrec.files.atomic import commit_temporary, temporary_path
 from actrec.progress import NullProgress, Progress
 
 DOWNLOAD_TIMEOUT_SECONDS = 60
