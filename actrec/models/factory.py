@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING
 
 from actrec.config.choices import weights_source
 from actrec.config.recipe import DataConfig, ModelConfig, resolved_input_size
-from actrec.models.segment_model import build_segment_model
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -26,6 +25,9 @@ def build_model(model: ModelConfig, data: DataConfig, num_classes: int) -> keras
     stored 0-255 scale -> logits [B, num_classes]. model.weights "none" starts from random
     weights; so does "run:PATH", whose weights the trainer loads once the model is built
     (actrec.train.start.starting_point)."""
+    # Keras: the export formats, and so the CLI, import this module before TensorFlow.
+    from actrec.models.segment_model import build_segment_model
+
     options = dataclasses.asdict(model)
     options["input_size"] = resolved_input_size(model, data)
     if weights_source(model.weights).is_run:
