@@ -163,6 +163,16 @@ def test_the_query_and_value_biases_are_read_not_zeroed(tmp_path):
     assert np.abs(np.asarray(network(clip)) - logits).max() > 1e-3
 
 
+def test_a_non_finite_tensor_is_refused_by_its_name(tmp_path):
+    """The file as read: safetensors' arrays pass actrec's value checks."""
+    model = reference()
+    with torch.no_grad():
+        model.videomae.encoder.layer[1].output.dense.weight[0, 3] = float("nan")
+    model.save_pretrained(tmp_path)
+    with pytest.raises(WeightsError, match=r"layer\.1\.output\.dense\.weight"):
+        read_videomae_file(tmp_path)
+
+
 def test_a_tensor_that_does_not_fit_is_refused_by_its_name(tmp_path):
     state = {key: value.numpy() for key, value in reference().state_dict().items()}
     name = "videomae.encoder.layer.1.intermediate.dense.weight"
@@ -179,8 +189,9 @@ def test_a_tensor_that_does_not_fit_is_refused_by_its_name(tmp_path):
         (lambda s: s.pop(f"{ATTENTION}value.weight"), "value.weight is missing"),
         (lambda s: s.update({"extra.weight": np.zeros(3, np.float32)}), "extra.weight"),
         (lambda s: [s.pop(k) for k in list(s) if "patch_embed" in k], "not a VideoMAE checkpoint"),
+        (lambda s: s[f"{ATTENTION}query.bias"].fill(0), "query.bias is all zeros"),
     ],
-    ids=["missing", "left-over", "another-network"],
+    ids=["missing", "left-over", "another-network", "zero-query-bias"],
 )  # fmt: skip
 def test_a_file_of_another_shape_is_refused_with_a_named_tensor(tmp_path, change, message):
     state = {key: value.numpy() for key, value in reference().state_dict().items()}

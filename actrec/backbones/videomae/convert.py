@@ -172,6 +172,19 @@ class _Tensors:
         self.taken.add(name)
         return np.asarray(self.state_dict[name], dtype=np.float32)
 
+    def bias(self, name: str) -> np.ndarray:
+        """A query / value bias, refused when all zeros: no trained VideoMAE has one, and a
+        transformers release wrote such files from checkpoints whose biases it had dropped
+        (mteb#5094), so a zero bias is a damaged file, not a network."""
+        values = self(name)
+        if values.size and not np.any(values):
+            raise WeightsError(
+                f"{self.path}: tensor {name} is all zeros, which no trained VideoMAE's is: the "
+                "file was likely saved by a loader that dropped the query / value biases "
+                "(transformers, mteb#5094); download the original file again"
+            )
+        return values
+
 
 def _authors_key(key: str) -> str:
     for prefix in _AUTHORS_PREFIXES:
@@ -283,8 +296,8 @@ def _huggingface_attention(tensor, arrays, sources, block, prefix, spec) -> None
                 if tensor.has(f"{attention}{legacy}")
                 else f"{attention}{part}.bias"
             )
-        values = [tensor(key) for key in keys]
-        arrays[f"{block}/attention/{part}"] = [values[0].T, *values[1:]]
+        values = [tensor(keys[0]).T] + [tensor.bias(key) for key in keys[1:]]
+        arrays[f"{block}/attention/{part}"] = values
         sources[f"{block}/attention/{part}"] = keys
 
 
@@ -302,7 +315,9 @@ def _split_authors_attention(tensor, arrays, sources, block, prefix, spec) -> No
     arrays[f"{block}/attention/key"] = [key.T]
     sources[f"{block}/attention/key"] = [prefix + "attn.qkv.weight"]
     for part, rows, bias in (("query", query, "q_bias"), ("value", value, "v_bias")):
-        values = [rows.T] + ([tensor(prefix + "attn." + bias)] if spec.query_value_bias else [])
+        values = [rows.T] + (
+            [tensor.bias(prefix + "attn." + bias)] if spec.query_value_bias else []
+        )
         arrays[f"{block}/attention/{part}"] = values
         sources[f"{block}/attention/{part}"] = [prefix + "attn.qkv.weight", prefix + "attn." + bias]
 
