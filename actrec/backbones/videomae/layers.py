@@ -35,22 +35,28 @@ class SinusoidPositions(layers.Layer):
 
 @keras.saving.register_keras_serializable(package="actrec")
 class DropPath(layers.Layer):
-    """Stochastic depth on a residual branch [B, ...]: in training each clip's branch is
-    dropped with probability `rate` and kept ones scaled by 1 / (1 - rate). Keras 3 has no
-    such layer (keras-hub keeps its own), hence this one."""
+    """Stochastic depth on a residual branch: in training each clip's branch is dropped with
+    probability `rate` and a kept one scaled by 1 / (1 - rate). Keras 3 has no such layer
+    (keras-hub keeps its own), hence this one. `branch_scales` draws the scales apart from
+    their use, so that a rematerialised block replays the same draw in its recomputation."""
 
     def __init__(self, rate: float = 0.0, seed: int | None = None, **kwargs):
         super().__init__(**kwargs)
         self.rate, self.seed = float(rate), seed
         self.seed_generator = keras.random.SeedGenerator(seed)
 
-    def call(self, branch, training=None):
-        if not training or self.rate == 0.0:
-            return branch
-        keep = 1.0 - self.rate
+    def branch_scales(self, branch, training=None):
+        """[B, 1, ..., 1]: 0 for a dropped clip, 1 / (1 - rate) for a kept one; ones outside
+        training or at rate 0."""
         shape = (ops.shape(branch)[0],) + (1,) * (len(branch.shape) - 1)
+        if not training or self.rate == 0.0:
+            return ops.ones(shape, branch.dtype)
+        keep = 1.0 - self.rate
         kept = ops.floor(keep + keras.random.uniform(shape, seed=self.seed_generator))
-        return branch / keep * ops.cast(kept, branch.dtype)
+        return ops.cast(kept / keep, branch.dtype)
+
+    def call(self, branch, training=None):
+        return branch * self.branch_scales(branch, training)
 
     def get_config(self):
         return {**super().get_config(), "rate": self.rate, "seed": self.seed}
@@ -98,7 +104,8 @@ class VideoMAEBlock(layers.Layer):
     """One pre-norm transformer block [B, N, D] -> [B, N, D]:
     x + attention(norm(x)), then x + MLP(norm(x)) with an exact (erf) GELU, each branch
     through stochastic depth and, where the source has them (init_values > 0), scaled by a
-    learned per-channel layer scale. The LayerNorms compute in float32 under a mixed policy."""
+    learned per-channel layer scale. The LayerNorms compute in float32 under a mixed policy;
+    with `remat` the block is recomputed in the backward pass instead of kept."""
 
     def __init__(
         self,
@@ -109,12 +116,15 @@ class VideoMAEBlock(layers.Layer):
         query_value_bias: bool = True,
         drop_path_rate: float = 0.0,
         layer_scale: float = 0.0,
+        remat: bool = False,
+        seed: int | None = None,
         **kwargs,
     ):
         super().__init__(**kwargs)
         self.width, self.heads, self.mlp_width = width, heads, mlp_width
         self.epsilon, self.query_value_bias = epsilon, query_value_bias
         self.drop_path_rate, self.layer_scale = drop_path_rate, layer_scale
+        self.remat, self.seed = remat, seed
         self.norm_before = layers.LayerNormalization(
             epsilon=epsilon, dtype="float32", name="norm_before"
         )
@@ -124,7 +134,7 @@ class VideoMAEBlock(layers.Layer):
         )
         self.mlp_in = layers.Dense(mlp_width, name="mlp_in")
         self.mlp_out = layers.Dense(width, name="mlp_out")
-        self.drop_path = DropPath(drop_path_rate, name="drop_path")
+        self.drop_path = DropPath(drop_path_rate, seed=seed, name="drop_path")
 
     def build(self, input_shape):
         self.norm_before.build(input_shape)
@@ -139,17 +149,24 @@ class VideoMAEBlock(layers.Layer):
             self.mlp_scale = self.add_weight((self.width,), start, name="mlp_scale")
 
     def call(self, tokens, training=None):
+        attention_scales = self.drop_path.branch_scales(tokens, training)
+        mlp_scales = self.drop_path.branch_scales(tokens, training)
+        # Gradient checkpointing (the recipe's remat): the block's inside (the attention
+        # matrix, the 4 D MLP) is recomputed in the backward pass, only its input kept; the
+        # drop-path draw happens outside, so the recomputation uses the same one.
+        residuals = keras.remat(self._residuals) if self.remat and training else self._residuals
+        return residuals(tokens, attention_scales, mlp_scales)
+
+    def _residuals(self, tokens, attention_scales, mlp_scales):
         attended = self.attention(ops.cast(self.norm_before(tokens), self.compute_dtype))
         if self.attention_scale is not None:
             attended = attended * ops.cast(self.attention_scale, attended.dtype)
-        tokens = tokens + self.drop_path(attended, training=training)
-        hidden = ops.gelu(
-            self.mlp_in(ops.cast(self.norm_after(tokens), self.compute_dtype)), approximate=False
-        )
-        mixed = self.mlp_out(hidden)
+        tokens = tokens + attended * attention_scales
+        normalised = ops.cast(self.norm_after(tokens), self.compute_dtype)
+        mixed = self.mlp_out(ops.gelu(self.mlp_in(normalised), approximate=False))
         if self.mlp_scale is not None:
             mixed = mixed * ops.cast(self.mlp_scale, mixed.dtype)
-        return tokens + self.drop_path(mixed, training=training)
+        return tokens + mixed * mlp_scales
 
     def get_config(self):
         return {
@@ -161,4 +178,6 @@ class VideoMAEBlock(layers.Layer):
             "query_value_bias": self.query_value_bias,
             "drop_path_rate": self.drop_path_rate,
             "layer_scale": self.layer_scale,
+            "remat": self.remat,
+            "seed": self.seed,
         }

@@ -34,11 +34,15 @@ def videomae_classifier(
     image_size: tuple[int, int] = (224, 224),
     drop_path_rate: float = 0.0,
     dropout: float = 0.0,
+    remat: bool = False,
+    seed: int | None = None,
     name: str | None = None,
 ) -> keras.Model:
     """A VideoMAE clip classifier: [B, num_frames, H, W, 3] -> logits [B, num_classes].
     Any frame count and size the tubelets divide (8, 16, 32 frames; 160-288 px): the
-    position table is recomputed for the clip's token count."""
+    position table is recomputed for the clip's token count. remat: each block recomputed
+    in the backward pass (gradient checkpointing); seed: block i's stochastic depth draws
+    from seed + i (None: unseeded)."""
     grid = spec.token_grid(num_frames, *image_size)
     clip = keras.Input((num_frames, *image_size, 3), name="clip")
     cube = (spec.tubelet_size, spec.patch_size, spec.patch_size)
@@ -54,6 +58,8 @@ def videomae_classifier(
             query_value_bias=spec.query_value_bias,
             drop_path_rate=rate,
             layer_scale=spec.layer_scale,
+            remat=remat,
+            seed=None if seed is None else seed + index,
             name=f"block_{index}",
         )(x)
     if spec.mean_pooling:
