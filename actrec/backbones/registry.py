@@ -62,6 +62,11 @@ BACKBONES: dict[str, BackboneSpec] = {
     spec.name: spec for family in FAMILIES.values() for spec in family.specs
 }
 
+CLIP_NETWORKS: dict[str, object] = {
+    network.name: network for family in FAMILIES.values() for network in family.clip_networks
+}
+"""Every clip network's size (VideoMAE's ViT-S, B, ...), by name."""
+
 SHIFT_BLOCKS: dict[str, ShiftBlocks] = {
     family.shift.name: family.shift for family in FAMILIES.values() if family.shift is not None
 }

@@ -153,6 +153,8 @@ class BackboneFamily:
         no ShiftBlocks of its own).
     published_layout: how a published PyTorch file of the family names its layers (None:
         no PyTorch file is converted into it).
+    clip_networks: the sizes of a family of clip networks (a video in, logits out: VideoMAE),
+        each an object with a `name`; such a family has no per-frame `specs`.
     """
 
     name: str
@@ -160,3 +162,4 @@ class BackboneFamily:
     specs: tuple[BackboneSpec, ...]
     shift: ShiftBlocks | None = None
     published_layout: PublishedLayout | None = None
+    clip_networks: tuple = ()

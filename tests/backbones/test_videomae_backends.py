@@ -14,7 +14,7 @@ import keras
 import numpy as np
 import pytest
 
-from actrec.backbones.videomae.network import feature_model, videomae_classifier
+from actrec.backbones.videomae.build import feature_model, videomae_classifier
 from actrec.backbones.videomae.spec import VideoMAESpec
 
 TOLERANCE = 1e-5
@@ -25,7 +25,7 @@ import json, sys
 import keras
 import numpy as np
 import actrec.backbones.videomae.layers  # registers VideoMAE's layers
-from actrec.backbones.videomae.network import feature_model
+from actrec.backbones.videomae.build import feature_model
 
 model = keras.saving.load_model(sys.argv[1])
 clips = np.load(sys.argv[2])

@@ -12,10 +12,10 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
+from actrec.backbones.videomae.build import feature_model, videomae_classifier  # noqa: E402
 from actrec.backbones.videomae.convert import assign_weights, source_weights  # noqa: E402
-from actrec.backbones.videomae.files import read_videomae_file  # noqa: E402
-from actrec.backbones.videomae.network import feature_model, videomae_classifier  # noqa: E402
 from actrec.errors import WeightsError  # noqa: E402
+from actrec.published.videomae_files import read_videomae_file  # noqa: E402
 
 TOLERANCE = 1e-5
 ATTENTION = "videomae.encoder.layer.0.attention.attention."

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from actrec.backbones.videomae.network import videomae_classifier
+from actrec.backbones.videomae.build import videomae_classifier
 from actrec.backbones.videomae.spec import VideoMAESpec
 
 SPEC = VideoMAESpec("videomae_tiny", width=32, depth=3, heads=4, mlp_width=64)

@@ -4,6 +4,8 @@ and value biases and no key bias, mean pooling with fc_norm, and a linear head.
 
     spec.py        the sizes (ViT-S / B / L / H), importable without TensorFlow
     layers.py      the Keras layers (keras.ops only: every backend)
-    network.py     the classifier and the pooled-feature model
+    build.py       the classifier and the pooled-feature model
     convert.py     published weights (Hugging Face and the authors' layouts) as Keras arrays
+
+Reading the published files as data is actrec.published.videomae_files's job.
 """

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from actrec.backbones.spec import BackboneFamily
+
 
 @dataclass(frozen=True)
 class VideoMAESpec:
@@ -66,3 +68,10 @@ VIDEOMAE_SPECS = {
     )
 }
 """The published encoder sizes by name (ViT-S, B, L, H with 16 x 16 patches)."""
+
+
+FAMILY = BackboneFamily(
+    name="videomae", position=8, specs=(), clip_networks=tuple(VIDEOMAE_SPECS.values())
+)
+"""The registry's entry: clip networks only (a video in, logits out; built by
+actrec.backbones.videomae.build), no per-frame backbone for `model.backbone`."""
