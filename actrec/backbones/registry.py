@@ -80,6 +80,16 @@ PUBLISHED_LAYOUTS: dict[str, PublishedLayout] = {
 """The PyTorch layouts published files come in, by the name the published sources use."""
 
 
+def keras_layer_modules() -> list:
+    """The family folders' layers.py modules that register Keras classes (FAMILY's
+    keras_layers), imported: this imports Keras."""
+    return [
+        importlib.import_module(f"actrec.backbones.{family.name}.layers")
+        for family in FAMILIES.values()
+        if family.keras_layers
+    ]
+
+
 def backbone_names() -> list[str]:
     """Returns the registered backbone names, in registry order."""
     return list(BACKBONES)

@@ -155,6 +155,8 @@ class BackboneFamily:
         no PyTorch file is converted into it).
     clip_networks: the sizes of a family of clip networks (a video in, logits out: VideoMAE),
         each an object with a `name`; such a family has no per-frame `specs`.
+    keras_layers: whether the folder's layers.py registers Keras classes, which a `.keras`
+        file names: the loader (actrec.models.keras_file) imports it through the registry.
     """
 
     name: str
@@ -163,3 +165,4 @@ class BackboneFamily:
     shift: ShiftBlocks | None = None
     published_layout: PublishedLayout | None = None
     clip_networks: tuple = ()
+    keras_layers: bool = False

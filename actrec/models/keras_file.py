@@ -19,6 +19,7 @@ from pathlib import Path
 import keras
 
 from actrec.backbones import fused_batch_norm
+from actrec.backbones.registry import keras_layer_modules
 from actrec.errors import ConfigError
 from actrec.models import (
     fusion,
@@ -35,8 +36,10 @@ REGISTERING_MODULES = (
     segment_model,
     streaming,
     temporal_shift,
+    *keras_layer_modules(),
 )
-"""Every module of actrec that registers a Keras class (imported above for that)."""
+"""Every module of actrec that registers a Keras class (imported above for that; a backbone
+family's own layers through the registry)."""
 
 KERAS_SUFFIX = ".keras"
 

@@ -104,6 +104,7 @@ OPTIONAL_DISTRIBUTION_OF_MODULE = {
     "onnxruntime": ("onnx", "onnxruntime"),
     "ai_edge_litert": ("litert", "ai-edge-litert"),
     "ray": ("ray", "ray"),
+    "safetensors": ("videomae", "safetensors"),
 }
 """Imports of an optional extra: module -> (extra, distribution). Imported inside the
 functions that need them only, so that everything else runs without the extra."""

@@ -71,7 +71,11 @@ VIDEOMAE_SPECS = {
 
 
 FAMILY = BackboneFamily(
-    name="videomae", position=8, specs=(), clip_networks=tuple(VIDEOMAE_SPECS.values())
+    name="videomae",
+    position=8,
+    specs=(),
+    clip_networks=tuple(VIDEOMAE_SPECS.values()),
+    keras_layers=True,
 )
 """The registry's entry: clip networks only (a video in, logits out; built by
 actrec.backbones.videomae.build), no per-frame backbone for `model.backbone`."""
