@@ -4,13 +4,8 @@ config) in a fresh process under KERAS_BACKEND=jax and one under torch, and run 
 two clips: the logits and the difference between the two clips' logits within 1e-5 of
 TensorFlow's, relative to their size.
 
-The cases come from the registry (actrec.backbones.registry.BACKBONES): a family is the
-backbones of one constructor but for its size (ResNet50/101/152, EfficientNetB0-B3, ...);
-its first member runs on RGB as a TSM where TSM can be built on it (the TSN without the
-shift is the same network), else as a TSN; MobileNetV2 as both and on flow too (the first
-convolution that takes 2L channels is every family's same code).
-The suite runs SUITE_CASES, small networks; ACTREC_EVERY_BACKBONE=families runs a member of
-every family (minutes), =all every registered backbone in every variant.
+The cases come from the registry (tests/backbone_cases.py): the suite runs small networks,
+ACTREC_EVERY_BACKBONE=families a member of every family, =all every registered backbone.
 
 A random network's BatchNorm statistics (mean 0, variance 1) let its activations vanish
 (logits of 1e-13): each BatchNorm takes the statistics of the clips once (momentum 0; its
@@ -21,13 +16,13 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from backbone_cases import SUITE_CASES, cases, family, input_size
 
 from actrec.backbones.registry import BACKBONES
 
@@ -36,51 +31,6 @@ TOLERANCE = 1e-5
 SEGMENTS = 2
 FLOW_LENGTH = 2
 CLASSES = 5
-
-
-def family(name: str) -> str:
-    """A backbone's family: its constructor without the size (ResNet50 -> ResNet)."""
-    spec = BACKBONES[name]
-    if spec.layout == "pytorch":
-        return re.sub(r"\d+", "", spec.constructor)
-    return re.sub(r"(B\d+|S|Small|Large|\d+)$", "", spec.constructor)
-
-
-SUITE_CASES = (
-    ("mobilenet_v2", "tsn", "rgb"),
-    ("mobilenet_v2", "tsm", "rgb"),
-    ("mobilenet_v2", "tsn", "flow"),
-    ("mobilenet_v2", "tsm", "flow"),
-    ("test_mobilenet_v2", "tsm", "rgb"),
-)
-"""What the suite runs by default: both architectures and modalities on a Keras-layout and
-a PyTorch-layout network, small ones (Keras under JAX builds a network from its config op
-by op: EfficientNetB0 takes 22 s there, the families minutes)."""
-
-
-def cases(which: str | None = None) -> list[tuple[str, str, str]]:
-    """(backbone, architecture, modality) of the networks to check: `which` (default:
-    ACTREC_EVERY_BACKBONE) "families" (see the module), "all" (every registered backbone
-    in every variant) or anything else: SUITE_CASES."""
-    which = which or os.environ.get("ACTREC_EVERY_BACKBONE", "suite")
-    if which not in ("families", "all"):
-        return list(SUITE_CASES)
-    seen, chosen = set(), []
-    for name, spec in BACKBONES.items():
-        if which == "families" and family(name) in seen:
-            continue
-        seen.add(family(name))
-        full = which == "all" or name == "mobilenet_v2"
-        architectures = ("tsm",) if spec.shift_family else ("tsn",)
-        if full and spec.shift_family:
-            architectures = ("tsn", "tsm")
-        modalities = ("rgb", "flow") if full else ("rgb",)
-        chosen += [(name, a, m) for a in architectures for m in modalities]
-    return chosen
-
-
-def _input_size(name: str) -> int:
-    return 75 if name == "inception_v3" else 32  # InceptionV3's smallest input
 
 
 def _with_clip_statistics(model, clips: np.ndarray, rng) -> None:
@@ -116,7 +66,7 @@ def _saved_case(name: str, architecture: str, modality: str, folder: Path) -> di
     from actrec.models.segment_model import build_segment_model
 
     rng = np.random.default_rng(sum(map(ord, f"{name}-{architecture}-{modality}")))
-    size = _input_size(name)
+    size = input_size(name)
     model = build_segment_model(
         name, CLASSES, architecture=architecture, modality=modality, num_segments=SEGMENTS,
         new_length=FLOW_LENGTH if modality == "flow" else None, input_size=size,
