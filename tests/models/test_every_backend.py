@@ -29,7 +29,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from actrec.backbones.registry import BACKBONES
+from actrec.backbones.registry import BACKBONES, CLIP_FAMILIES, CLIP_NETWORKS
+from actrec.config.recipe import DataConfig, ModelConfig
 
 BACKENDS = ("jax", "torch")
 TOLERANCE = 1e-5
@@ -39,7 +40,10 @@ CLASSES = 5
 
 
 def family(name: str) -> str:
-    """A backbone's family: its constructor without the size (ResNet50 -> ResNet)."""
+    """A backbone's family: its constructor without the size (ResNet50 -> ResNet); a clip
+    network's, its architecture (videomae)."""
+    if name in CLIP_NETWORKS:
+        return next(a for a, f in CLIP_FAMILIES.items() if CLIP_NETWORKS[name] in f.clip_networks)
     spec = BACKBONES[name]
     if spec.layout == "pytorch":
         return re.sub(r"\d+", "", spec.constructor)
@@ -52,10 +56,12 @@ SUITE_CASES = (
     ("mobilenet_v2", "tsn", "flow"),
     ("mobilenet_v2", "tsm", "flow"),
     ("test_mobilenet_v2", "tsm", "rgb"),
+    ("test_videomae", "videomae", "rgb"),
 )
 """What the suite runs by default: both architectures and modalities on a Keras-layout and
-a PyTorch-layout network, small ones (Keras under JAX builds a network from its config op
-by op: EfficientNetB0 takes 22 s there, the families minutes)."""
+a PyTorch-layout network, and a clip network as a recipe builds it, small ones (Keras
+under JAX builds a network from its config op by op: EfficientNetB0 takes 22 s there, the
+families minutes)."""
 
 
 def cases(which: str | None = None) -> list[tuple[str, str, str]]:
@@ -76,6 +82,10 @@ def cases(which: str | None = None) -> list[tuple[str, str, str]]:
             architectures = ("tsn", "tsm")
         modalities = ("rgb", "flow") if full else ("rgb",)
         chosen += [(name, a, m) for a in architectures for m in modalities]
+    for architecture, clip_family in CLIP_FAMILIES.items():
+        networks = [network.name for network in clip_family.clip_networks]
+        kept = networks if which == "all" else networks[:1]
+        chosen += [(name, architecture, "rgb") for name in kept]
     return chosen
 
 
@@ -113,15 +123,23 @@ def _saved_case(name: str, architecture: str, modality: str, folder: Path) -> di
     {"key", "model", "arrays"}."""
     import keras
 
+    from actrec.models.factory import build_model
     from actrec.models.segment_model import build_segment_model
 
     rng = np.random.default_rng(sum(map(ord, f"{name}-{architecture}-{modality}")))
     size = _input_size(name)
-    model = build_segment_model(
-        name, CLASSES, architecture=architecture, modality=modality, num_segments=SEGMENTS,
-        new_length=FLOW_LENGTH if modality == "flow" else None, input_size=size,
-        weights=None, dropout=0.0, partial_bn=False,
-    )  # fmt: skip
+    if architecture in CLIP_FAMILIES:  # as a recipe builds it: normalisation inside
+        model = build_model(
+            ModelConfig(architecture=architecture, backbone=name, weights="none", dropout=0.0),
+            DataConfig(num_segments=SEGMENTS, crop_size=size),
+            CLASSES,
+        )
+    else:
+        model = build_segment_model(
+            name, CLASSES, architecture=architecture, modality=modality, num_segments=SEGMENTS,
+            new_length=FLOW_LENGTH if modality == "flow" else None, input_size=size,
+            weights=None, dropout=0.0, partial_bn=False,
+        )  # fmt: skip
     channels = model.inputs[0].shape[-1]
     # the statistics from clips of every brightness, the test on a bright and a dark one:
     # their logits differ by far more than rounding
@@ -166,7 +184,7 @@ def saved_cases(tmp_path_factory) -> list[dict]:
 
 
 def test_the_cases_cover_every_family():
-    families = {family(name) for name in BACKBONES}
+    families = {family(name) for name in [*BACKBONES, *CLIP_NETWORKS]}
     assert {family(name) for name, _, _ in cases("families")} == families
     assert len(families) >= 10 and ("resnet50", "tsm", "rgb") in cases("families")
     assert len(cases("all")) > len(cases("families")) > len(SUITE_CASES)
