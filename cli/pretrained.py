@@ -12,7 +12,7 @@ from actrec_cli.pretrained_table import print_weights_table, weights_rows
 
 from actrec.backbones.registry import backbone_spec
 from actrec.backbones.weight_install import fetch_weights, import_weights
-from actrec.config.choices import ARCHITECTURES, MODALITIES, SHIFT_DIRECTIONS
+from actrec.config.choices import MODALITIES, SEGMENT_ARCHITECTURES, SHIFT_DIRECTIONS
 from actrec.published.class_lists import CLASS_LISTS, published_class_names
 from actrec.published.convert import (
     ConversionOptions,
@@ -90,7 +90,7 @@ def import_command(file: Path, backbone: str | None, expected_sha256: str | None
 )
 @click.option(
     "--architecture",
-    type=click.Choice(ARCHITECTURES),
+    type=click.Choice(SEGMENT_ARCHITECTURES),
     help="tsn or tsm [default: from the file's keys and name].",
 )
 @click.option("--backbone", help="Check the tensors are this backbone [default: from the keys].")

@@ -8,18 +8,22 @@ EfficientNetB0-B3, ...); its first member runs on RGB as a TSM where TSM can be 
 (the TSN without the shift is the same network), else as a TSN; MobileNetV2 as both and on
 flow too (the first convolution that takes 2L channels is every family's same code). The
 suite runs SUITE_CASES, small networks; ACTREC_EVERY_BACKBONE=families runs a member of
-every family (minutes), =all every registered backbone in every variant."""
+every family (minutes), =all every registered backbone in every variant; a clip family
+(videomae) runs its first size, =all every size."""
 
 from __future__ import annotations
 
 import os
 import re
 
-from actrec.backbones.registry import BACKBONES
+from actrec.backbones.registry import BACKBONES, CLIP_FAMILIES, CLIP_NETWORKS
 
 
 def family(name: str) -> str:
-    """A backbone's family: its constructor without the size (ResNet50 -> ResNet)."""
+    """A backbone's family: its constructor without the size (ResNet50 -> ResNet); a clip
+    network's, its architecture (videomae)."""
+    if name in CLIP_NETWORKS:
+        return next(a for a, f in CLIP_FAMILIES.items() if CLIP_NETWORKS[name] in f.clip_networks)
     spec = BACKBONES[name]
     if spec.layout == "pytorch":
         return re.sub(r"\d+", "", spec.constructor)
@@ -32,10 +36,12 @@ SUITE_CASES = (
     ("mobilenet_v2", "tsn", "flow"),
     ("mobilenet_v2", "tsm", "flow"),
     ("test_mobilenet_v2", "tsm", "rgb"),
+    ("test_videomae", "videomae", "rgb"),
 )
 """What the suite runs by default: both architectures and modalities on a Keras-layout and
-a PyTorch-layout network, small ones (Keras under JAX builds a network from its config op
-by op: EfficientNetB0 takes 22 s there, the families minutes)."""
+a PyTorch-layout network, and a clip network as a recipe builds it, small ones (Keras
+under JAX builds a network from its config op by op: EfficientNetB0 takes 22 s there, the
+families minutes)."""
 
 
 def cases(which: str | None = None) -> list[tuple[str, str, str]]:
@@ -56,6 +62,10 @@ def cases(which: str | None = None) -> list[tuple[str, str, str]]:
             architectures = ("tsn", "tsm")
         modalities = ("rgb", "flow") if full else ("rgb",)
         chosen += [(name, a, m) for a in architectures for m in modalities]
+    for architecture, clip_family in CLIP_FAMILIES.items():
+        networks = [network.name for network in clip_family.clip_networks]
+        kept = networks if which == "all" else networks[:1]
+        chosen += [(name, architecture, "rgb") for name in kept]
     return chosen
 
 

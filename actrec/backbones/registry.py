@@ -33,6 +33,7 @@ import actrec.backbones
 from actrec.backbones.spec import (
     BackboneFamily,
     BackboneSpec,
+    ClipNetworkSpec,
     PublishedLayout,
     ShiftBlocks,
     WeightsFile,
@@ -62,10 +63,18 @@ BACKBONES: dict[str, BackboneSpec] = {
     spec.name: spec for family in FAMILIES.values() for spec in family.specs
 }
 
-CLIP_NETWORKS: dict[str, object] = {
+CLIP_NETWORKS: dict[str, ClipNetworkSpec] = {
     network.name: network for family in FAMILIES.values() for network in family.clip_networks
 }
-"""Every clip network's size (VideoMAE's ViT-S, B, ...), by name."""
+"""Every clip network's size (VideoMAE's ViT-S, B, ...), by name (a recipe's model.backbone
+under its family's clip_architecture)."""
+
+CLIP_FAMILIES: dict[str, BackboneFamily] = {
+    family.clip_architecture: family
+    for family in FAMILIES.values()
+    if family.clip_architecture is not None
+}
+"""The families of clip networks by the model.architecture they provide ("videomae")."""
 
 SHIFT_BLOCKS: dict[str, ShiftBlocks] = {
     family.shift.name: family.shift for family in FAMILIES.values() if family.shift is not None
@@ -105,6 +114,38 @@ def backbone_spec(name: str) -> BackboneSpec:
         raise ConfigError(
             f"unknown backbone {name!r}{hint}; choose one of: {', '.join(BACKBONES)}"
         ) from None
+
+
+def network_preprocessing(name: str) -> str:
+    """The preprocessing mode a backbone or clip network `name` was trained with."""
+    if name in CLIP_NETWORKS:
+        return CLIP_NETWORKS[name].preprocessing
+    return backbone_spec(name).preprocessing
+
+
+def clip_family(architecture: str) -> BackboneFamily | None:
+    """The family that provides clip architecture `architecture` (None: a segment model's
+    "tsn" / "tsm")."""
+    return CLIP_FAMILIES.get(architecture)
+
+
+def clip_network_names(architecture: str) -> list[str]:
+    """The sizes (model.backbone values) of clip architecture `architecture`."""
+    family = CLIP_FAMILIES.get(architecture)
+    return [network.name for network in family.clip_networks] if family else []
+
+
+def clip_network(architecture: str, name: str) -> ClipNetworkSpec:
+    """The size `name` of clip architecture `architecture`; ConfigError naming the sizes
+    when it is none of them."""
+    names = clip_network_names(architecture)
+    if name not in names:
+        close = difflib.get_close_matches(str(name).replace("-", "_").lower(), names, n=1)
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        raise ConfigError(
+            f"{name!r} is not a {architecture} network{hint}; choose one of: {', '.join(names)}"
+        )
+    return CLIP_NETWORKS[name]
 
 
 def published_weights(spec: BackboneSpec) -> WeightsFile:

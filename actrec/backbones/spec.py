@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 KERAS_APPLICATIONS_URL = "https://storage.googleapis.com/tensorflow/keras-applications/"
 TORCHVISION_URL = "https://download.pytorch.org/models/"
@@ -154,7 +154,11 @@ class BackboneFamily:
     published_layout: how a published PyTorch file of the family names its layers (None:
         no PyTorch file is converted into it).
     clip_networks: the sizes of a family of clip networks (a video in, logits out: VideoMAE),
-        each an object with a `name`; such a family has no per-frame `specs`.
+        each a ClipNetworkSpec; such a family has no per-frame `specs`.
+    clip_architecture: the `model.architecture` a recipe names to build one of
+        `clip_networks` (its size is `model.backbone`); None for a per-frame family.
+    clip_builder: the function of the family's build.py that builds a recipe's clip network
+        (ClipNetworkSpec's contract: actrec.models.factory calls it).
     keras_layers: whether the folder's layers.py registers Keras classes, which a `.keras`
         file names: the loader (actrec.models.keras_file) imports it through the registry.
     """
@@ -165,4 +169,37 @@ class BackboneFamily:
     shift: ShiftBlocks | None = None
     published_layout: PublishedLayout | None = None
     clip_networks: tuple = ()
+    clip_architecture: str | None = None
+    clip_builder: str = "recipe_network"
     keras_layers: bool = False
+
+    def __post_init__(self):
+        if self.clip_networks and not self.clip_architecture:
+            raise ValueError(f"family {self.name}: its clip networks need a clip_architecture")
+
+
+class ClipNetworkSpec(Protocol):
+    """What a clip network's size declares (a video in, logits out: VideoMAE, MoViNet), so
+    that the recipe, its checks and the factory treat every clip family alike.
+
+    name: the `model.backbone` value; default_input_size / default_num_frames: the clip it
+    was trained on; preprocessing: one of PREPROCESSING_MODES (frames in [0, 255] -> its
+    input); feature_width: the width D of its pooled clip features;
+    input_problem(num_frames, height, width): why it cannot take such a clip (one sentence
+    naming the fix), None when it can.
+
+    The family's build.py `clip_builder` has the signature
+        builder(spec, num_classes, *, num_frames, input_size, dropout, drop_path_rate,
+                remat, preprocessing, seed, name) -> keras.Model
+    frames [B, num_frames, input_size, input_size, 3] in [0, 255] (the Keras input named
+    "frames") -> logits [B, num_classes] (float32); preprocessing: a Keras layer applied to
+    the frames first (the recipe's normalisation), or None.
+    """
+
+    name: str
+    default_input_size: int
+    default_num_frames: int
+    preprocessing: str
+    feature_width: int
+
+    def input_problem(self, num_frames: int, height: int, width: int) -> str | None: ...

@@ -13,13 +13,22 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, get_args
 
-from actrec.backbones.registry import BACKBONES, shiftable_backbone_names
+from actrec.backbones.registry import (
+    BACKBONES,
+    CLIP_FAMILIES,
+    CLIP_NETWORKS,
+    shiftable_backbone_names,
+)
 
 Modality = Literal["rgb", "flow"]
 Sampling = Literal["tsn", "dense"]
-Architecture = Literal["tsn", "tsm"]
-Backbone = Literal[tuple(BACKBONES)]  # type: ignore[valid-type]
-"""A name of the backbone registry (actrec.backbones.registry), in registry order."""
+SegmentArchitecture = Literal["tsn", "tsm"]
+Architecture = Literal[(*get_args(SegmentArchitecture), *CLIP_FAMILIES)]  # type: ignore[misc]
+"""A segment model ("tsn", "tsm": a per-frame backbone) or a family of clip networks of the
+registry ("videomae": a video in, logits out)."""
+Backbone = Literal[(*BACKBONES, *CLIP_NETWORKS)]  # type: ignore[valid-type]
+"""A name of the backbone registry (actrec.backbones.registry), in registry order: the
+per-frame backbones, then the clip networks' sizes (model.architecture names the family)."""
 ShiftPlacement = Literal["blockres", "block"]
 ShiftDirection = Literal["bidirectional", "online"]
 LrCoupling = Literal["constant", "linear", "sqrt"]
@@ -37,6 +46,9 @@ ClassBalance = Literal["none", "weights", "sampling"]
 MODALITIES: tuple[str, ...] = get_args(Modality)
 SAMPLINGS: tuple[str, ...] = get_args(Sampling)
 ARCHITECTURES: tuple[str, ...] = get_args(Architecture)
+SEGMENT_ARCHITECTURES: tuple[str, ...] = get_args(SegmentArchitecture)
+CLIP_ARCHITECTURES: tuple[str, ...] = tuple(CLIP_FAMILIES)
+"""The architectures whose network takes the whole clip (the registry's clip families)."""
 BACKBONE_NAMES: tuple[str, ...] = get_args(Backbone)
 SHIFTABLE_BACKBONES: tuple[str, ...] = tuple(shiftable_backbone_names())
 """Backbones TSM can insert temporal shifts into (those with a registry shift_family)."""

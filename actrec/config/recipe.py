@@ -115,8 +115,14 @@ class DataConfig:
 class ModelConfig:
     """The network: see actrec.models.segment_model.build_segment_model.
 
-    architecture: "tsn" or "tsm" (TemporalShift; ResNet family and MobileNetV2 only).
-    backbone: a name of the registry actrec.backbones.registry.
+    architecture: "tsn" or "tsm" (TemporalShift; ResNet family and MobileNetV2 only): a
+        segment model over a per-frame backbone; or a clip network's family of the registry
+        ("videomae": the whole clip [B, T, H, W, 3] in, logits out; its T = data.num_segments
+        frames, consecutive or strided with data.sampling=dense and data.frame_interval, or
+        one per segment with data.sampling=tsn; VideoMAE's 16x4 is num_segments=16,
+        sampling=dense, frame_interval=4).
+    backbone: a name of the registry actrec.backbones.registry: a per-frame backbone for
+        tsn / tsm, one of the family's sizes for a clip network ("videomae_b").
     weights: "imagenet", "none" (random initialisation), the path of a no-top weight file, or
         "run:PATH": every backbone weight from the finished run directory (or export folder)
         at PATH, relative to the current folder, and its classifier when the classes are the
@@ -135,6 +141,8 @@ class ModelConfig:
     remat: rematerialise the backbone's blocks (actrec.models.remat): their activations are
         recomputed in the backward pass instead of kept; less memory, more compute, the same
         values, gradients and weights.
+    drop_path_rate: stochastic depth of a clip network's blocks (rising linearly to this rate
+        for the last block; VideoMAE's fine-tuning: 0.1); 0 for segment models.
     preprocessing: how frames in [0, 255] become the backbone's input (one of
         actrec.backbones.spec.PREPROCESSING_MODES); None: the backbone's own. A converted
         published model records its source's ("tsm", "mmaction2"): flow normalisation differs
@@ -160,6 +168,7 @@ class ModelConfig:
         "use a momentum in [0, 1) (e.g. 0.9), or null for the backbone's own",
     )
     remat: bool = False
+    drop_path_rate: float = checked(0.0, lambda rate: 0 <= rate < 1, "use a rate in [0, 1)")
     preprocessing: str | None = checked(
         None,
         lambda mode: mode in PREPROCESSING_MODES,

@@ -15,7 +15,7 @@ from typing import Any
 from actrec.backbones.registry import backbone_spec
 from actrec.config.bounds import field_problem
 from actrec.config.checks import invalid, require_choice
-from actrec.config.choices import SHIFTABLE_BACKBONES, weights_source
+from actrec.config.choices import CLIP_ARCHITECTURES, SHIFTABLE_BACKBONES, weights_source
 from actrec.config.coerce import coerced_field, field_types, is_choice, type_name
 from actrec.config.recipe import (
     SECTION_TYPES,
@@ -28,6 +28,7 @@ from actrec.config.recipe import (
     TrainConfig,
     resolved_partial_bn,
 )
+from actrec.config.validate_clip import validate_clip_model, validate_segment_model
 from actrec.config.validate_train import validate_train
 from actrec.errors import ConfigError
 
@@ -117,7 +118,11 @@ def _validate_validation_choice(data: DataConfig) -> None:
         )
 
 
-def _validate_model(model: ModelConfig, data: DataConfig) -> None:
+def _validate_model(model: ModelConfig, data: DataConfig, train: TrainConfig) -> None:
+    if model.architecture in CLIP_ARCHITECTURES:
+        validate_clip_model(model, data, train)
+        return
+    validate_segment_model(model)
     if model.architecture == "tsm" and model.backbone not in SHIFTABLE_BACKBONES:
         raise invalid(
             "model",
@@ -170,7 +175,7 @@ def validate_recipe(recipe: Recipe) -> None:
     validate_data(recipe.data)
     for section in ("model", "train", "runtime"):
         validate_fields(section, getattr(recipe, section))
-    _validate_model(recipe.model, recipe.data)
+    _validate_model(recipe.model, recipe.data, recipe.train)
     validate_train(recipe.train)
     if recipe.train.distill_from is not None and recipe.data.modality != "rgb":
         raise invalid(

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from actrec import __version__
+from actrec.config.choices import CLIP_ARCHITECTURES
 from actrec.export.formats.registry import export_format
 from actrec.export.metadata import CLASSES_FILE
 from actrec.export.quantization.accuracy_gate import gate_reading
@@ -99,6 +100,13 @@ def _number(value, percent: bool = False) -> str:
     return f"{100 * value:.1f} %" if percent else f"{value:.4g}"
 
 
+def _network(model) -> str:
+    """ "TSM on resnet50", or a clip network's "videomae_b (videomae clip network)"."""
+    if model.architecture in CLIP_ARCHITECTURES:
+        return f"{model.backbone} ({model.architecture} clip network)"
+    return f"{model.architecture.upper()} on {model.backbone}"
+
+
 def _stream_section(stream: ExportedStream, metadata_entry: dict) -> list[str]:
     run, recipe = stream.run, stream.run.recipe
     facts = dataset_facts(run.data_dir)
@@ -110,8 +118,8 @@ def _stream_section(stream: ExportedStream, metadata_entry: dict) -> list[str]:
         f"### {stream.modality.upper()} stream",
         "",
         f"- Run: `{run.run_dir.resolve()}` (recipe `{metadata_entry['recipe_file']}`)",
-        f"- Network: {recipe.model.architecture.upper()} on {recipe.model.backbone}, "
-        f"{stream.spec.num_segments} segments"
+        f"- Network: {_network(recipe.model)}, {stream.spec.num_segments} "
+        + ("frames" if recipe.model.architecture in CLIP_ARCHITECTURES else "segments")
         + (f" x {stream.spec.new_length} flow fields" if stream.modality == "flow" else "")
         + f", {stream.spec.crop_size} px centre crop of the short side resized to "
         f"{stream.spec.eval_scale_size} px, {recipe.data.sampling} sampling",

@@ -1,18 +1,25 @@
-"""The recipe's network: a segment model built from the recipe's `model` and `data` sections.
+"""The recipe's network: a segment model or a clip network built from the recipe's `model`
+and `data` sections.
 
 Training, the batch probe and evaluation / export of a finished run all build the model
-here, so they build the same network from the same recipe. The model section is passed
-whole: its keys are `build_segment_model`'s keyword names (a new model option is a field of
-actrec.config.ModelConfig and an argument there, nothing here).
+here, so they build the same network from the same recipe. A segment model ("tsn", "tsm")
+is passed the model section whole: its keys are `build_segment_model`'s keyword names (a
+new model option is a field of actrec.config.ModelConfig and an argument there). A clip
+network (model.architecture a clip family of the registry: "videomae") is built by its
+family's build.py `clip_builder` (actrec.backbones.spec.ClipNetworkSpec's contract), so a
+new clip family needs nothing here.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import importlib
 from typing import TYPE_CHECKING
 
+from actrec.backbones.registry import clip_family, clip_network
 from actrec.config.choices import weights_source
 from actrec.config.recipe import DataConfig, ModelConfig, resolved_input_size
+from actrec.errors import ConfigError
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -25,6 +32,8 @@ def build_model(model: ModelConfig, data: DataConfig, num_classes: int) -> keras
     stored 0-255 scale -> logits [B, num_classes]. model.weights "none" starts from random
     weights; so does "run:PATH", whose weights the trainer loads once the model is built
     (actrec.train.start.starting_point)."""
+    if clip_family(model.architecture) is not None:
+        return build_clip_network(model, data, num_classes)
     # Keras: the export formats, and so the CLI, import this module before TensorFlow.
     from actrec.models.segment_model import build_segment_model
 
@@ -38,6 +47,39 @@ def build_model(model: ModelConfig, data: DataConfig, num_classes: int) -> keras
         num_segments=data.num_segments,
         new_length=data.new_length,
         **options,
+    )
+
+
+def build_clip_network(model: ModelConfig, data: DataConfig, num_classes: int) -> keras.Model:
+    """A clip network of the registry: frames [B, data.num_segments, S, S, 3] in [0, 255]
+    -> logits [B, num_classes], S = the resolved input size; normalised inside by
+    model.preprocessing (None: the network's own)."""
+    # Keras: as above; the family's build.py imports it too.
+    from actrec.models.preprocessing import FramePreprocessing
+
+    family = clip_family(model.architecture)
+    spec = clip_network(model.architecture, model.backbone)
+    side = resolved_input_size(model, data)
+    problem = spec.input_problem(data.num_segments, side, side)
+    if problem:  # e.g. an evaluation protocol's segment count
+        raise ConfigError(f"{problem}: choose another number of segments or crop size")
+    builder = getattr(
+        importlib.import_module(f"actrec.backbones.{family.name}.build"), family.clip_builder
+    )
+    preprocessing = FramePreprocessing(
+        model.preprocessing or spec.preprocessing, data.modality, name="preprocessing"
+    )
+    return builder(
+        spec,
+        num_classes,
+        num_frames=data.num_segments,
+        input_size=side,
+        dropout=model.dropout,
+        drop_path_rate=model.drop_path_rate,
+        remat=model.remat,
+        preprocessing=preprocessing,
+        seed=None,
+        name=f"{model.architecture}_{model.backbone}_{data.modality}",
     )
 
 

@@ -25,7 +25,7 @@ from actrec.backbones.build import build_backbone
 from actrec.backbones.pretrained import resolve_weights
 from actrec.backbones.registry import backbone_spec
 from actrec.backbones.spec import BackboneSpec
-from actrec.config.choices import ARCHITECTURES, MODALITIES, SHIFT_DIRECTIONS
+from actrec.config.choices import MODALITIES, SEGMENT_ARCHITECTURES, SHIFT_DIRECTIONS
 from actrec.errors import ConfigError
 from actrec.models.initialisation import finalize_layer_state, load_imagenet_weights
 from actrec.models.preprocessing import FramePreprocessing
@@ -138,9 +138,11 @@ def build_segment_backbone(
 ) -> keras.Model:
     """Returns the randomly initialised backbone of a segment model: [N*T, H, W, C] ->
     [N*T, F], with TemporalShift layers when `architecture` is "tsm"."""
-    if architecture not in ARCHITECTURES:
+    if architecture not in SEGMENT_ARCHITECTURES:
         raise ConfigError(
-            f"unknown architecture {architecture!r}; choose one of: {', '.join(ARCHITECTURES)}"
+            f"unknown segment architecture {architecture!r}; choose one of: "
+            f"{', '.join(SEGMENT_ARCHITECTURES)} (a clip network is built by "
+            "actrec.models.factory)"
         )
     if shift_direction not in SHIFT_DIRECTIONS:
         raise ConfigError(
@@ -200,6 +202,7 @@ def build_segment_model(
     remat: bool = False,
     batch_norm_momentum: float | None = None,
     preprocessing: str | None = None,
+    drop_path_rate: float = 0.0,
 ) -> keras.Model:
     """Returns a TSN or TSM model: frames [B, T, H, W, C] -> segment-averaged logits [B, K].
 
@@ -222,6 +225,7 @@ def build_segment_model(
     batch_norm_momentum: every BatchNorm's momentum; None keeps the backbone's own.
     preprocessing: the input normalisation (actrec.backbones.spec.PREPROCESSING_MODES);
     None: the backbone's own.
+    drop_path_rate: a clip network's stochastic depth; a segment model has none (0).
 
     The keyword names are actrec.config.ModelConfig's fields (keras-hub style: the recipe's
     model section is the constructor's arguments; actrec.models.factory passes it whole).
@@ -235,6 +239,10 @@ def build_segment_model(
         raise ConfigError(f"num_segments must be at least 1, got {num_segments}")
     if not 0 <= dropout < 1:
         raise ConfigError(f"dropout must be in [0, 1), got {dropout}")
+    if drop_path_rate:
+        raise ConfigError(
+            f"drop_path_rate={drop_path_rate}: a segment model has no stochastic depth; use 0"
+        )
     if new_length is None:
         new_length = 1 if modality == "rgb" else DEFAULT_FLOW_LENGTH
     if new_length < 1:

@@ -144,3 +144,82 @@ def test_a_new_folder_is_a_backbone_choice_without_another_file(tmp_path):
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.split("\n")[-2] == "tiny_net True []"
+
+
+def test_a_new_clip_family_is_a_recipe_architecture_without_another_file(tmp_path):
+    """A folder of clip networks (as MoViNet's or VideoMAE's) declares its architecture
+    and builder in its spec.py: a recipe names it, validate_recipe asks the size about the
+    clip before Keras is imported, and the factory builds it from the family's build.py."""
+    folder = tmp_path / "tiny_clips"
+    folder.mkdir()
+    (folder / "__init__.py").write_text('"""A test family of clip networks."""\n')
+    (folder / "spec.py").write_text(
+        textwrap.dedent(
+            """
+            from dataclasses import dataclass
+
+            from actrec.backbones.spec import BackboneFamily
+
+            @dataclass(frozen=True)
+            class TinySpec:
+                name: str
+                default_input_size: int = 32
+                default_num_frames: int = 4
+                preprocessing: str = "tf"
+                feature_width: int = 3
+
+                def input_problem(self, num_frames, height, width):
+                    return None if num_frames % 4 == 0 else f"{self.name}: 4k frames"
+
+            FAMILY = BackboneFamily(
+                name="tiny_clips", position=99, specs=(),
+                clip_networks=(TinySpec("tiny_clip_net"),), clip_architecture="tinyclip",
+            )
+            """
+        )
+    )
+    (folder / "build.py").write_text(
+        textwrap.dedent(
+            """
+            import keras
+
+            def recipe_network(spec, num_classes, *, num_frames, input_size, preprocessing,
+                               name, **options):
+                frames = keras.Input((num_frames, input_size, input_size, 3), name="frames")
+                x = keras.layers.GlobalAveragePooling3D()(preprocessing(frames))
+                return keras.Model(frames, keras.layers.Dense(num_classes, name="classifier")(x))
+            """
+        )
+    )
+    code = textwrap.dedent(
+        f"""
+        import sys
+        import actrec.backbones
+        actrec.backbones.__path__.append({str(tmp_path)!r})
+        from actrec.config.files import load_recipe
+        from actrec.config.overrides import with_settings
+        from actrec.config.validate import validate_recipe
+        from actrec.errors import ConfigError
+        settings = {{"model.architecture": "tinyclip", "model.backbone": "tiny_clip_net",
+                    "model.weights": "none", "data.num_segments": 8}}
+        recipe = with_settings(load_recipe("synthetic-rgb"), settings)
+        validate_recipe(recipe)
+        try:
+            validate_recipe(with_settings(recipe, {{"data.num_segments": 6}}))
+        except ConfigError as error:
+            print(error)
+        heavy = [name for name in ("keras", "tensorflow") if name in sys.modules]
+        from actrec.models.factory import build_model
+        model = build_model(recipe.model, recipe.data, 5)
+        print(heavy, model.input_shape, model.output_shape)
+        """
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split("\n")[-3:-1] == [
+        "data.num_segments=6 is not valid; tiny_clip_net: 4k frames (data.num_segments frames "
+        "of data.crop_size pixels)",
+        "[] (None, 8, 48, 48, 3) (None, 5)",
+    ]

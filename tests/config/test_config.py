@@ -604,11 +604,13 @@ def test_clip_spec_follows_the_recipe():
 
 def test_backbone_choices_are_the_model_registry():
     """The config's backbone Literal (config imports no models) names the registry's entries,
-    in its order, and TSM's backbones are those with a shift family."""
-    from actrec.backbones.registry import BACKBONES
-    from actrec.config.choices import BACKBONE_NAMES, SHIFTABLE_BACKBONES
+    in its order, then its clip networks' sizes; the architectures are TSN, TSM and the
+    clip families; TSM's backbones are those with a shift family."""
+    from actrec.backbones.registry import BACKBONES, CLIP_FAMILIES, CLIP_NETWORKS
+    from actrec.config.choices import ARCHITECTURES, BACKBONE_NAMES, SHIFTABLE_BACKBONES
 
-    assert tuple(BACKBONES) == BACKBONE_NAMES
+    assert (*BACKBONES, *CLIP_NETWORKS) == BACKBONE_NAMES
+    assert ("tsn", "tsm", *CLIP_FAMILIES) == ARCHITECTURES and "videomae" in ARCHITECTURES
     shiftable = tuple(name for name, spec in BACKBONES.items() if spec.shift_family is not None)
     assert shiftable == SHIFTABLE_BACKBONES
 

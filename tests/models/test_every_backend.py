@@ -24,7 +24,8 @@ import numpy as np
 import pytest
 from backbone_cases import SUITE_CASES, cases, family, input_size
 
-from actrec.backbones.registry import BACKBONES
+from actrec.backbones.registry import BACKBONES, CLIP_FAMILIES, CLIP_NETWORKS
+from actrec.config.recipe import DataConfig, ModelConfig
 
 BACKENDS = ("jax", "torch")
 TOLERANCE = 1e-5
@@ -63,15 +64,23 @@ def _saved_case(name: str, architecture: str, modality: str, folder: Path) -> di
     {"key", "model", "arrays"}."""
     import keras
 
+    from actrec.models.factory import build_model
     from actrec.models.segment_model import build_segment_model
 
     rng = np.random.default_rng(sum(map(ord, f"{name}-{architecture}-{modality}")))
     size = input_size(name)
-    model = build_segment_model(
-        name, CLASSES, architecture=architecture, modality=modality, num_segments=SEGMENTS,
-        new_length=FLOW_LENGTH if modality == "flow" else None, input_size=size,
-        weights=None, dropout=0.0, partial_bn=False,
-    )  # fmt: skip
+    if architecture in CLIP_FAMILIES:  # as a recipe builds it: normalisation inside
+        model = build_model(
+            ModelConfig(architecture=architecture, backbone=name, weights="none", dropout=0.0),
+            DataConfig(num_segments=SEGMENTS, crop_size=size),
+            CLASSES,
+        )
+    else:
+        model = build_segment_model(
+            name, CLASSES, architecture=architecture, modality=modality, num_segments=SEGMENTS,
+            new_length=FLOW_LENGTH if modality == "flow" else None, input_size=size,
+            weights=None, dropout=0.0, partial_bn=False,
+        )  # fmt: skip
     channels = model.inputs[0].shape[-1]
     # the statistics from clips of every brightness, the test on a bright and a dark one:
     # their logits differ by far more than rounding
@@ -116,7 +125,7 @@ def saved_cases(tmp_path_factory) -> list[dict]:
 
 
 def test_the_cases_cover_every_family():
-    families = {family(name) for name in BACKBONES}
+    families = {family(name) for name in [*BACKBONES, *CLIP_NETWORKS]}
     assert {family(name) for name, _, _ in cases("families")} == families
     assert len(families) >= 10 and ("resnet50", "tsm", "rgb") in cases("families")
     assert len(cases("all")) > len(cases("families")) > len(SUITE_CASES)

@@ -37,16 +37,20 @@ def videomae_classifier(
     remat: bool = False,
     seed: int | None = None,
     name: str | None = None,
+    preprocessing: keras.layers.Layer | None = None,
+    input_name: str = "clip",
 ) -> keras.Model:
     """A VideoMAE clip classifier: [B, num_frames, H, W, 3] -> logits [B, num_classes].
     Any frame count and size the tubelets divide (8, 16, 32 frames; 160-288 px): the
     position table is recomputed for the clip's token count. remat: each block recomputed
     in the backward pass (gradient checkpointing); seed: block i's stochastic depth draws
-    from seed + i (None: unseeded)."""
+    from seed + i (None: unseeded); preprocessing: a layer applied to the input first (a
+    recipe's frames in [0, 255] -> normalised; None: the input is normalised already)."""
     grid = spec.token_grid(num_frames, *image_size)
-    clip = keras.Input((num_frames, *image_size, 3), name="clip")
+    clip = keras.Input((num_frames, *image_size, 3), name=input_name)
+    x = clip if preprocessing is None else preprocessing(clip)
     cube = (spec.tubelet_size, spec.patch_size, spec.patch_size)
-    x = layers.Conv3D(spec.width, cube, strides=cube, name="patch_embedding")(clip)
+    x = layers.Conv3D(spec.width, cube, strides=cube, name="patch_embedding")(x)
     x = layers.Reshape((int(np.prod(grid)), spec.width), name="tokens")(x)
     x = SinusoidPositions(name="positions")(x)
     for index, rate in enumerate(drop_path_rates(spec.depth, drop_path_rate)):
@@ -77,6 +81,38 @@ def videomae_classifier(
         x = layers.Dropout(dropout, name="head_dropout")(x)
     logits = layers.Dense(num_classes, dtype="float32", name="classifier")(x)
     return keras.Model(clip, logits, name=name or spec.name)
+
+
+def recipe_network(
+    spec: VideoMAESpec,
+    num_classes: int,
+    *,
+    num_frames: int,
+    input_size: int,
+    dropout: float = 0.0,
+    drop_path_rate: float = 0.0,
+    remat: bool = False,
+    preprocessing: keras.layers.Layer | None = None,
+    seed: int | None = None,
+    name: str | None = None,
+) -> keras.Model:
+    """A recipe's VideoMAE (the registry's clip_builder, actrec.backbones.spec.ClipNetworkSpec):
+    frames [B, num_frames, input_size, input_size, 3] (the input "frames") -> logits
+    [B, num_classes]; the frames are a recipe's data.num_segments frames (consecutive or
+    strided as data.sampling takes them) and every 2 of them one tubelet."""
+    return videomae_classifier(
+        spec,
+        num_classes,
+        num_frames=num_frames,
+        image_size=(input_size, input_size),
+        drop_path_rate=drop_path_rate,
+        dropout=dropout,
+        remat=remat,
+        seed=seed,
+        name=name,
+        preprocessing=preprocessing,
+        input_name="frames",
+    )
 
 
 def feature_model(classifier: keras.Model) -> keras.Model:

@@ -36,6 +36,8 @@ HUGGINGFACE, AUTHORS = "huggingface", "videomae"
 _HF_BLOCK = "videomae.encoder.layer.{}."
 _HF_PATCH = "videomae.embeddings.patch_embeddings.projection."
 _AUTHORS_PREFIXES = ("module.", "encoder.")
+PUBLISHED_SIZES = tuple(s for s in VIDEOMAE_SPECS.values() if not s.name.startswith("test_"))
+"""The sizes a file's width and depth are matched against (not the test network's)."""
 
 
 @dataclass(frozen=True)
@@ -201,13 +203,13 @@ def _spec_from_tensors(state, names, path, config, heads) -> VideoMAESpec:
         int(patch.shape[0]),
         int(state[names["block"].format(0) + names["mlp_in"] + "weight"].shape[0]) if depth else 0,
     )
-    known = [s for s in VIDEOMAE_SPECS.values() if (s.width, s.depth) == (width, depth)]
+    known = [s for s in PUBLISHED_SIZES if (s.width, s.depth) == (width, depth)]
     if heads is None:
         heads = int(config["num_attention_heads"]) if config else (known[0].heads if known else 0)
     if not heads:
         raise WeightsError(
             f"{path}: {depth} blocks of width {width} is not a published VideoMAE size "
-            f"({', '.join(f'{s.name} {s.width}x{s.depth}' for s in VIDEOMAE_SPECS.values())}); "
+            f"({', '.join(f'{s.name} {s.width}x{s.depth}' for s in PUBLISHED_SIZES)}); "
             "give its config.json (Hugging Face layout) or its number of attention heads (--heads)"
         )
     base = (

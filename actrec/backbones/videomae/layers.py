@@ -23,6 +23,16 @@ def sinusoid_table(num_tokens: int, width: int) -> np.ndarray:
     return table.astype(np.float32)
 
 
+SQRT_HALF = 0.7071067811865476
+
+
+def exact_gelu(x):
+    """GELU with the error function, x * (1 + erf(x / sqrt 2)) / 2: keras.ops.gelu's exact
+    form, written with erf because TensorFlow's own computes erfc, which neither tf2onnx
+    nor the int8 converters take (the same values to float32 rounding)."""
+    return 0.5 * x * (1.0 + ops.erf(x * SQRT_HALF))
+
+
 @keras.saving.register_keras_serializable(package="actrec")
 class SinusoidPositions(layers.Layer):
     """tokens [B, N, D] + the fixed sinusoid table of N tokens (no weights: the table is
@@ -163,7 +173,7 @@ class VideoMAEBlock(layers.Layer):
             attended = attended * ops.cast(self.attention_scale, attended.dtype)
         tokens = tokens + attended * attention_scales
         normalised = ops.cast(self.norm_after(tokens), self.compute_dtype)
-        mixed = self.mlp_out(ops.gelu(self.mlp_in(normalised), approximate=False))
+        mixed = self.mlp_out(exact_gelu(self.mlp_in(normalised)))
         if self.mlp_scale is not None:
             mixed = mixed * ops.cast(self.mlp_scale, mixed.dtype)
         return tokens + mixed * mlp_scales

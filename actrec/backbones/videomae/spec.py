@@ -37,6 +37,14 @@ class VideoMAESpec:
     query_value_bias: bool = True
     mean_pooling: bool = True
     layer_scale: float = 0.0
+    default_input_size: int = 224
+    default_num_frames: int = 16
+    preprocessing: str = "torch"
+
+    @property
+    def feature_width(self) -> int:
+        """The width D of the pooled clip feature (fc_norm's output)."""
+        return self.width
 
     def __post_init__(self):
         if self.width % self.heads:
@@ -44,17 +52,24 @@ class VideoMAESpec:
                 f"{self.name}: width {self.width} is not a multiple of {self.heads} heads"
             )
 
-    def token_grid(self, num_frames: int, height: int, width: int) -> tuple[int, int, int]:
-        """(T', H', W'): the tubelets along time, rows and columns of a clip."""
+    def input_problem(self, num_frames: int, height: int, width: int) -> str | None:
+        """Why a clip of num_frames x height x width pixels does not cut into whole
+        tubelets (a sentence naming the fix), None when it does."""
         for value, step, what in (
             (num_frames, self.tubelet_size, "frames"),
             (height, self.patch_size, "pixels high"),
             (width, self.patch_size, "pixels wide"),
         ):
             if value < step or value % step:
-                raise ValueError(
-                    f"{self.name} takes clips whose {what} are a multiple of {step}; got {value}"
-                )
+                return f"{self.name} takes clips whose {what} are a multiple of {step}; got {value}"
+        return None
+
+    def token_grid(self, num_frames: int, height: int, width: int) -> tuple[int, int, int]:
+        """(T', H', W'): the tubelets along time, rows and columns of a clip; ValueError
+        (input_problem's sentence) when they do not divide it."""
+        problem = self.input_problem(num_frames, height, width)
+        if problem:
+            raise ValueError(problem)
         return num_frames // self.tubelet_size, height // self.patch_size, width // self.patch_size
 
 
@@ -65,9 +80,21 @@ VIDEOMAE_SPECS = {
         VideoMAESpec("videomae_b", width=768, depth=12, heads=12, mlp_width=3072),
         VideoMAESpec("videomae_l", width=1024, depth=24, heads=16, mlp_width=4096),
         VideoMAESpec("videomae_h", width=1280, depth=32, heads=16, mlp_width=5120),
+        VideoMAESpec(
+            "test_videomae",
+            width=32,
+            depth=2,
+            heads=2,
+            mlp_width=128,
+            default_input_size=32,
+            default_num_frames=4,
+        ),
     )
 }
-"""The published encoder sizes by name (ViT-S, B, L, H with 16 x 16 patches)."""
+"""The encoder sizes by name: the published ViT-S, B, L, H with 16 x 16 patches, and
+`test_videomae` (width 32, 2 blocks of 2 heads: a 32 px clip is 4 tokens per tubelet
+step), which has no published weights and exists so that tests train the whole pipeline in
+seconds (as timm's test_* networks)."""
 
 
 FAMILY = BackboneFamily(
@@ -75,7 +102,10 @@ FAMILY = BackboneFamily(
     position=8,
     specs=(),
     clip_networks=tuple(VIDEOMAE_SPECS.values()),
+    clip_architecture="videomae",
+    clip_builder="recipe_network",
     keras_layers=True,
 )
 """The registry's entry: clip networks only (a video in, logits out; built by
-actrec.backbones.videomae.build), no per-frame backbone for `model.backbone`."""
+actrec.backbones.videomae.build.recipe_network): a recipe names model.architecture=videomae
+and one of the sizes as model.backbone."""

@@ -44,15 +44,16 @@ ONNX_OPS = frozenset(
         # fuses MatMul + Add into Gemm (the suite's streaming int8 ONNX). The rest are
         # default-domain ops those layers may convert to at other opsets or sizes
         # (BatchNormalization, hard sigmoid and swish, ...), not yet seen; no default-domain
-        # operator reads or writes a file.
+        # operator reads or writes a file. A VideoMAE clip network (test_videomae at opset
+        # 17, 2026-12-02) added Reciprocal and ReduceProd.
         "Abs", "Add", "AveragePool", "BatchNormalization", "Cast", "Clip", "Concat",
         "Constant", "ConstantOfShape", "Conv", "DequantizeLinear", "Div", "Equal", "Erf",
         "Exp", "Expand", "Flatten", "Floor", "Gather", "Gemm", "GlobalAveragePool",
         "Greater", "HardSigmoid", "HardSwish", "Identity", "Less", "MatMul", "Max", "MaxPool",
-        "Min", "Mul", "Neg", "Not", "Pad", "Pow", "QuantizeLinear", "Range", "ReduceMax",
-        "ReduceMean", "ReduceSum", "Relu", "Reshape", "Resize", "Round", "Shape", "Sigmoid",
-        "Slice", "Softmax", "Split", "Sqrt", "Squeeze", "Sub", "Tanh", "Tile", "Transpose",
-        "Unsqueeze", "Where",
+        "Min", "Mul", "Neg", "Not", "Pad", "Pow", "QuantizeLinear", "Range", "Reciprocal",
+        "ReduceMax", "ReduceMean", "ReduceProd", "ReduceSum", "Relu", "Reshape", "Resize",
+        "Round", "Shape", "Sigmoid", "Slice", "Softmax", "Split", "Sqrt", "Squeeze", "Sub",
+        "Tanh", "Tile", "Transpose", "Unsqueeze", "Where",
     }
 )  # fmt: skip
 """The op types of the default domain ("") actrec's ONNX exports use; no other domain."""

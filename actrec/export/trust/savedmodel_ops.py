@@ -45,15 +45,18 @@ SIGNATURE_OPS = frozenset(
         # printed by tests/export/derive_savedmodel_ops.py (every registered backbone, both
         # modalities, two streams fused, the online TSM's step), with the SavedModel's own
         # variable handles and function calls (PartitionedCall: a call of a function
-        # without variables, as StatefulPartitionedCall is of one with)
+        # without variables, as StatefulPartitionedCall is of one with); a VideoMAE clip
+        # network's (test_videomae, 2026-12-02) added Conv3D (tubelets), Einsum (attention),
+        # Erf (GELU), Neg, Prod, SquaredDifference and StopGradient (layer norm)
         "AddV2", "All", "Assert", "AvgPool", "BiasAdd", "Cast", "ConcatV2", "Const", "Conv2D",
-        "DepthwiseConv2dNative", "EnsureShape", "Equal", "Fill", "Floor", "FloorDiv",
-        "GatherV2", "GreaterEqual", "Identity", "IdentityN", "Less", "LogicalAnd", "MatMul",
-        "MaxPool", "Maximum", "Mean", "Minimum", "Mul", "NoOp", "Pack", "Pad",
-        "PartitionedCall", "Placeholder", "Range", "Rank", "ReadVariableOp", "RealDiv", "Relu",
-        "Relu6", "Reshape", "ResizeBilinear", "ReverseV2", "Round", "Rsqrt", "SelectV2",
-        "Shape", "Sigmoid", "Softmax", "Sqrt", "Squeeze", "StatefulPartitionedCall",
-        "StridedSlice", "Sub", "TopKV2", "Transpose", "VarHandleOp",
+        "Conv3D", "DepthwiseConv2dNative", "Einsum", "EnsureShape", "Equal", "Erf", "Fill",
+        "Floor", "FloorDiv", "GatherV2", "GreaterEqual", "Identity", "IdentityN", "Less",
+        "LogicalAnd", "MatMul", "MaxPool", "Maximum", "Mean", "Minimum", "Mul", "Neg", "NoOp",
+        "Pack", "Pad", "PartitionedCall", "Placeholder", "Prod", "Range", "Rank",
+        "ReadVariableOp", "RealDiv", "Relu", "Relu6", "Reshape", "ResizeBilinear", "ReverseV2",
+        "Round", "Rsqrt", "SelectV2", "Shape", "Sigmoid", "Softmax", "Sqrt", "SquaredDifference",
+        "Squeeze", "StatefulPartitionedCall", "StopGradient", "StridedSlice", "Sub", "TopKV2",
+        "Transpose", "VarHandleOp",
     }
 )  # fmt: skip
 

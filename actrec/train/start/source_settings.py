@@ -32,7 +32,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass, replace
 
-from actrec.backbones.registry import backbone_spec
+from actrec.backbones.registry import network_preprocessing
 from actrec.config.overrides import setting_value
 from actrec.config.recipe import SHIFT_SETTINGS
 from actrec.runs.record import RunRecord
@@ -190,7 +190,7 @@ def _resolved(recipe, setting: str):
 
         return recipe.data.scale_size or default_scale_size(recipe.data.crop_size)
     if setting == PREPROCESSING_SETTING:
-        return recipe.model.preprocessing or backbone_spec(recipe.model.backbone).preprocessing
+        return recipe.model.preprocessing or network_preprocessing(recipe.model.backbone)
     if setting == "data.frame_interval" and recipe.data.sampling != "dense":
         return None
     if setting == "data.new_length" and recipe.data.modality != "flow":
