@@ -33,7 +33,7 @@ ShiftPlacement = Literal["blockres", "block"]
 ShiftDirection = Literal["bidirectional", "online"]
 LrCoupling = Literal["constant", "linear", "sqrt"]
 Decay = Literal["step", "cosine", "none"]
-Optimizer = Literal["sgd", "adam"]
+Optimizer = Literal["sgd", "adam", "adamw"]
 Sync = Literal["allreduce", "kavg"]
 AdamState = Literal["average", "local", "reset"]
 WeightDecayMode = Literal["coupled", "decoupled"]
@@ -57,6 +57,8 @@ SHIFT_DIRECTIONS: tuple[str, ...] = get_args(ShiftDirection)
 LR_COUPLINGS: tuple[str, ...] = get_args(LrCoupling)
 DECAYS: tuple[str, ...] = get_args(Decay)
 OPTIMIZERS: tuple[str, ...] = get_args(Optimizer)
+ADAM_OPTIMIZERS = ("adam", "adamw")
+"""The optimizers with Adam's moments (adamw: Adam with AdamW's decoupled decay)."""
 SYNCS: tuple[str, ...] = get_args(Sync)
 ADAM_STATES: tuple[str, ...] = get_args(AdamState)
 WEIGHT_DECAY_MODES: tuple[str, ...] = get_args(WeightDecayMode)

@@ -216,10 +216,15 @@ class TrainConfig:
         (weight_decay * w joins the gradient and goes through momentum; what published
         values mean) or "decoupled" (Keras' weight_decay: w -= lr * weight_decay * w, about
         10x weaker at momentum 0.9). Biases and BatchNorm parameters never decay.
+        optimizer "adamw" (decoupled only): PyTorch's AdamW, the decay at each variable's
+        rate (actrec.train.loop.optimizer).
     bias_lr_mult / first_conv_lr_mult / classifier_lr_mult: learning-rate multipliers of
         the official code (actrec.train.loop.param_groups): every bias (TSN / TSM: 2), the first
         convolution (the flow stream: 5, its bias 5 x 2), the new classifier (TSM from
         ImageNet, `fc_lr5`: 5, its bias 5 x 2); 1 means none.
+    layer_decay: a transformer's layer-wise rate decay d (actrec.train.loop.layer_decay):
+        block i of L learns at d ** (L - i) of the rate, the embeddings d ** (L + 1), the
+        head 1 (VideoMAE: 0.75, 0.7 on UCF101 / HMDB51); 1 means none.
 
     Distillation (MARS, Crasto et al. CVPR 2019; actrec.train.distillation.loss): distill_from
         names a finished flow run or an `actrec export` folder holding a flow stream (the
@@ -274,6 +279,9 @@ class TrainConfig:
     bias_lr_mult: float = checked(1.0, _positive, LR_MULT_ALLOWED)
     first_conv_lr_mult: float = checked(1.0, _positive, LR_MULT_ALLOWED)
     classifier_lr_mult: float = checked(1.0, _positive, LR_MULT_ALLOWED)
+    layer_decay: float = checked(
+        1.0, lambda decay: 0 < decay <= 1, "use a decay in (0, 1] (VideoMAE: 0.75; 1 for none)"
+    )
     clip_norm: float | None = checked(20.0, _positive, "use a norm > 0, or null for none")
     label_smoothing: float = checked(
         0.0, lambda smoothing: 0 <= smoothing < 1, "use a value in [0, 1)"

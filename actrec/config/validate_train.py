@@ -51,6 +51,14 @@ def validate_train(train: TrainConfig) -> None:
         raise invalid(
             "train", "nesterov", True, "Nesterov momentum needs optimizer sgd and momentum > 0"
         )
+    if train.optimizer == "adamw" and train.weight_decay_mode != "decoupled":
+        raise invalid(
+            "train",
+            "weight_decay_mode",
+            train.weight_decay_mode,
+            "optimizer adamw decays the weights decoupled, at each variable's rate (PyTorch's "
+            "AdamW): set train.weight_decay_mode=decoupled, or use optimizer adam for coupled L2",
+        )
     _validate_distill_layer(train)
     if train.distill_from is not None and not str(train.distill_from).strip():
         raise invalid(

@@ -1,5 +1,5 @@
-"""The optimizer of a run: SGD or Adam with weight decay and per-parameter learning rates
-as the TSN / TSM sources apply them.
+"""The optimizer of a run: SGD, Adam or AdamW with weight decay and per-parameter learning
+rates as the TSN / TSM and VideoMAE sources apply them.
 
 One update, for every trainable variable w with multipliers (lr_mult, decay_mult) from
 actrec.train.loop.param_groups, from the loss gradient g (already averaged over replicas and
@@ -9,6 +9,7 @@ micro-batches by the loop, unscaled from float16 loss scaling by Keras):
     g <- g + weight_decay * decay_mult * w          coupled L2 ("coupled")
     SGD:  m <- momentum * m - lr * lr_mult * g;  w <- w + m        (Keras SGD)
     Adam: Keras Adam with the rate lr * lr_mult
+    AdamW: w <- w * (1 - lr * lr_mult * weight_decay * decay_mult), then Adam as above
 
 each as TensorFlow's fused kernel of Keras' formula (sgd_update, adam_update).
 
@@ -23,7 +24,11 @@ the rate outside, which gives the same steps while the rate is constant.
 
 "decoupled" keeps Keras' own `weight_decay` instead: every step w -= lr * weight_decay * w
 (at the base rate) on the variables with decay_mult 1, which at momentum 0.9 is about 10x
-weaker than the same number as coupled L2.
+weaker than the same number as coupled L2. "adamw" decays decoupled as PyTorch's AdamW does
+(torch.optim.AdamW: p *= 1 - group lr * group weight_decay, before the moments' step), at
+each variable's own rate lr * lr_mult, so under layer-wise rate decay a lower block also
+decays more slowly (MCG-NJU/VideoMAE engine_for_finetuning.py sets each group's lr to the
+scheduled rate x its lr_scale; its epsilon 1e-8, `--opt_eps`, is AdamW's here too).
 
 The multipliers act where Keras applies one variable's update (`update_step`), so they are
 the same for the all-reduce and the K-step-averaging loop, with gradient accumulation and
@@ -39,6 +44,9 @@ from actrec.errors import ConfigError
 from actrec.train.loop.param_groups import parameter_groups
 from actrec.train.loop.step import decayed_gradient_and_rate
 
+ADAMW_EPSILON = 1e-8
+"""AdamW's epsilon: PyTorch's default and VideoMAE's `--opt_eps` (Keras' Adam: 1e-7)."""
+
 
 class VariableRates:
     """(lr_mult, coupled decay) per variable, looked up by the optimizer's variable key, and
@@ -47,8 +55,9 @@ class VariableRates:
     A plain object: a dict or list attribute of the optimizer would be wrapped by Keras' and
     TensorFlow's tracking (and end up in checkpoints)."""
 
-    def __init__(self, rates: dict, groups: list):
+    def __init__(self, rates: dict, groups: list, decoupled: dict | None = None):
         self._rates = rates
+        self._decoupled = decoupled or {}  # AdamW: key -> weight_decay * decay_mult
         self.groups = groups
         self.step_rates: dict | None = None  # Adam's per-step rates while an update is built
 
@@ -60,6 +69,19 @@ class VariableRates:
                 "the optimizer was asked to update a variable it was not built for; build "
                 "it with build_optimizer(train, model) for the model it trains"
             ) from None
+
+    def decoupled_decay(self, key) -> float:
+        """AdamW's weight_decay * decay_mult of a variable (0 for the other optimizers)."""
+        return self._decoupled.get(key, 0.0)
+
+
+def decoupled_decay_update(variable, learning_rate, lr_mult: float, decay: float) -> None:
+    """AdamW's decay of one variable before its Adam step: w <- w - lr * lr_mult * decay * w
+    (decay = weight_decay * decay_mult)."""
+    from keras import ops
+
+    factor = ops.cast(ops.multiply(learning_rate, lr_mult * decay), variable.dtype)
+    variable.assign_sub(ops.multiply(variable, factor))
 
 
 def _resource(variable):
@@ -165,7 +187,11 @@ def _actrec_optimizer_class(base: type) -> type:
             self.actrec_rates.step_rates = None
 
     def update_step(self, gradient, variable, learning_rate):
-        lr_mult, decay = self.actrec_rates.of(self._var_key(variable))
+        key = self._var_key(variable)
+        lr_mult, decay = self.actrec_rates.of(key)
+        decoupled = self.actrec_rates.decoupled_decay(key)
+        if decoupled:  # AdamW: the decay first, at the variable's rate
+            decoupled_decay_update(variable, learning_rate, lr_mult, decoupled)
         if base.__name__ == "Adam" and not self.amsgrad:
             gradient, _ = decayed_gradient_and_rate(gradient, variable, learning_rate, 1.0, decay)
             return adam_update(self, gradient, variable, learning_rate, lr_mult)
@@ -192,13 +218,14 @@ def build_optimizer(train: TrainConfig, model):
     """A built Keras optimizer for `model`'s trainable variables (a LossScaleOptimizer
     around it under float16), as a recipe's train section (validated by actrec.config)
     asks: train.optimizer with its momentum / nesterov (SGD), weight_decay in its
-    weight_decay_mode (either way only variables with decay_mult 1 decay), clip_norm, the
-    *_lr_mult multipliers and mixed_precision. `actrec_rates.groups` of the Keras optimizer
+    weight_decay_mode (either way only variables with decay_mult 1 decay; adamw's at each
+    variable's rate), clip_norm, the *_lr_mult multipliers, layer_decay and mixed_precision. `actrec_rates.groups` of the Keras optimizer
     lists the parameter groups."""
     import keras
 
     groups = parameter_groups(model, train)
-    decoupled = train.weight_decay_mode == "decoupled" and train.weight_decay > 0
+    adamw = train.optimizer == "adamw"
+    decoupled = train.weight_decay_mode == "decoupled" and train.weight_decay > 0 and not adamw
     arguments = {
         "learning_rate": 0.0,  # set before every step
         "weight_decay": train.weight_decay if decoupled else None,
@@ -209,19 +236,19 @@ def build_optimizer(train: TrainConfig, model):
         arguments.update(momentum=train.momentum, nesterov=train.nesterov)
     else:
         base = keras.optimizers.Adam
+        if adamw:
+            arguments.update(epsilon=ADAMW_EPSILON)
     optimizer = _actrec_optimizer_class(base)(**arguments)
     if decoupled:
         optimizer.exclude_from_weight_decay(
             var_list=[v for group in groups if not group.decay_mult for v in group.variables]
         )
-    coupled = 0.0 if decoupled else train.weight_decay
+    coupled = 0.0 if decoupled or adamw else train.weight_decay
+    keyed = [(optimizer._var_key(v), group) for group in groups for v in group.variables]
     optimizer.actrec_rates = VariableRates(
-        {
-            optimizer._var_key(variable): (group.lr_mult, coupled * group.decay_mult)
-            for group in groups
-            for variable in group.variables
-        },
+        {key: (group.lr_mult, coupled * group.decay_mult) for key, group in keyed},
         groups,
+        {key: train.weight_decay * group.decay_mult for key, group in keyed} if adamw else None,
     )
     if train.mixed_precision == "float16":
         optimizer = keras.optimizers.LossScaleOptimizer(optimizer)

@@ -27,7 +27,13 @@ have none, as in the sources where they are left out of the optimizer):
 - the classifier is the Dense layer named `classifier` (actrec.models.segment_model);
 - a bias is the `bias` of a convolution or Dense layer;
 - BatchNorm parameters are the `gamma` / `beta` of a BatchNormalization layer;
-- any other trainable variable of rank <= 1 takes no decay (like a bias, lr_mult 1).
+- any other trainable variable of rank <= 1 takes no decay (like a bias, lr_mult 1): a
+  LayerNorm's gamma / beta, a transformer's layer scale (VideoMAE's no-weight-decay rule:
+  1-D parameters and biases).
+
+With train.layer_decay d < 1 (actrec.train.loop.layer_decay) every group is split by
+layer id k of a transformer of L blocks into `layer_<k>_<group>`, whose lr_mult is the
+group's times d ** (L + 1 - k).
 
 This module imports Keras only inside `parameter_groups`.
 """
@@ -38,6 +44,7 @@ from dataclasses import dataclass
 
 from actrec.config.recipe import TrainConfig
 from actrec.errors import ConfigError
+from actrec.train.loop.layer_decay import layer_rate_scales, variable_layer_ids
 
 CLASSIFIER_LAYER = "classifier"
 GROUP_NAMES = (
@@ -78,6 +85,7 @@ class ParameterGroup:
     lr_mult: float
     decay_mult: float
     variables: tuple
+    layer: int | None = None  # the layer id under train.layer_decay, else None
 
     @property
     def paths(self) -> tuple[str, ...]:
@@ -169,11 +177,30 @@ def parameter_groups(model, train: TrainConfig | None = None) -> list[ParameterG
             f"classifier_lr_mult={train.classifier_lr_mult:g} but model {model.name!r} has no "
             f"trainable Dense layer named {CLASSIFIER_LAYER!r}; use 1"
         )
+    if train.layer_decay != 1:
+        return _layer_groups(model, train, by_group)
     return [
         ParameterGroup(name, *group_multipliers(train, name), tuple(variables))
         for name, variables in by_group.items()
         if variables
     ]
+
+
+def _layer_groups(model, train: TrainConfig, by_group: dict[str, list]) -> list[ParameterGroup]:
+    """The rule groups split by layer id (in layer order, then GROUP_NAMES order), each
+    lr_mult times its layer's scale (actrec.train.loop.layer_decay)."""
+    depth, layer_ids = variable_layer_ids(model)
+    scales = layer_rate_scales(depth, train.layer_decay)
+    groups = []
+    for layer, scale in enumerate(scales):
+        for name, variables in by_group.items():
+            chosen = tuple(v for v in variables if layer_ids.get(id(v), depth + 1) == layer)
+            if chosen:
+                lr_mult, decay_mult = group_multipliers(train, name)
+                groups.append(
+                    ParameterGroup(f"layer_{layer}_{name}", lr_mult * scale, decay_mult, chosen, layer)
+                )
+    return groups
 
 
 def group_summary(groups: list[ParameterGroup]) -> list[dict]:

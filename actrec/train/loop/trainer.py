@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from actrec.cluster.strategy import worker_index
+from actrec.config.choices import ADAM_OPTIMIZERS
 from actrec.config.validate import validate_train_section
 from actrec.errors import ConfigError
 from actrec.models.factory import model_builder
@@ -150,7 +151,9 @@ class DistributedTrainer(TrainStep):
         self.local_updates = train.sync == "kavg"
         self.kavg_steps = train.kavg_steps
         self.reset_adam_state = (
-            self.local_updates and train.optimizer == "adam" and train.adam_state == "reset"
+            self.local_updates
+            and train.optimizer in ADAM_OPTIMIZERS
+            and train.adam_state == "reset"
         )
         if self.local_updates and self.replicas_per_worker > 1:
             raise ConfigError(
