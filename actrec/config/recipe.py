@@ -226,6 +226,11 @@ class TrainConfig:
         block i of L learns at d ** (L - i) of the rate, the embeddings d ** (L + 1), the
         head 1 (VideoMAE: 0.75, 0.7 on UCF101 / HMDB51); 1 means none.
 
+    mixup / cutmix (actrec.train.loop.mixing): the Beta(a, a) parameter of mixup and of
+        CutMix (0: off, the default); a step mixes with probability mix_prob, and with both
+        on cuts with probability mix_switch_prob (VideoMAE: 0.8, 1.0, 1, 0.5); the targets
+        are mixed and smoothed by label_smoothing alike.
+
     Distillation (MARS, Crasto et al. CVPR 2019; actrec.train.distillation.loss): distill_from
         names a finished flow run or an `actrec export` folder holding a flow stream (the
         teacher, frozen); the RGB student's loss is its cross-entropy plus distill_weight x
@@ -286,6 +291,10 @@ class TrainConfig:
     label_smoothing: float = checked(
         0.0, lambda smoothing: 0 <= smoothing < 1, "use a value in [0, 1)"
     )
+    mixup: float = at_least(0.0, 0.0)
+    cutmix: float = at_least(0.0, 0.0)
+    mix_prob: float = checked(1.0, lambda p: 0 < p <= 1, "use a probability in (0, 1]")
+    mix_switch_prob: float = checked(0.5, lambda p: 0 <= p <= 1, "use a probability in [0, 1]")
     sync: Sync = "allreduce"
     kavg_steps: int = at_least(1, 1)
     adam_state: AdamState = "local"

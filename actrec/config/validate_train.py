@@ -59,6 +59,11 @@ def validate_train(train: TrainConfig) -> None:
             "optimizer adamw decays the weights decoupled, at each variable's rate (PyTorch's "
             "AdamW): set train.weight_decay_mode=decoupled, or use optimizer adam for coupled L2",
         )
+    if (train.mixup or train.cutmix) and train.distill_from is not None:
+        raise ConfigError(
+            "train.mixup / train.cutmix mix the student's clips and the flow teacher sees "
+            "unmixed ones: set both to 0 to distil, or drop train.distill_from"
+        )
     _validate_distill_layer(train)
     if train.distill_from is not None and not str(train.distill_from).strip():
         raise invalid(

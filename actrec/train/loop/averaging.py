@@ -7,7 +7,7 @@ assigned back on every replica.
 
 from __future__ import annotations
 
-from actrec.config.choices import ADAM_OPTIMIZERS
+from actrec.config import choices
 
 
 def inner_optimizer(optimizer):
@@ -51,7 +51,7 @@ def variables_to_average(model, optimizer, train, local_updates: bool) -> list:
             variable for variable in model_float_variables(model) if id(variable) not in trainable
         ]
     variables = model_float_variables(model)
-    if train.optimizer in ADAM_OPTIMIZERS and train.adam_state == "average":
+    if train.optimizer in choices.ADAM_OPTIMIZERS and train.adam_state == "average":
         variables += moment_variables(optimizer)
     return variables
 

@@ -5,7 +5,7 @@ builds what it works with (model, optimizer, strategy, the variables an averagin
 averages) and evaluates. Read it in order:
 
 1. `train_step` (the host, once per step): check that the batch splits into the
-   accumulation steps, set the optimizer's rate, run the compiled step, count the step;
+   accumulation steps, set the optimizer's rate (and draw the step's mixing), run the compiled step, count the step;
    under kavg, every K-th step run an averaging round (7).
 2. `_compiled_train_step` (inside tf.function): `strategy.run` of the replica step on every
    replica (allreduce); under kavg the process's one replica runs it directly.
@@ -16,8 +16,10 @@ averages) and evaluates. Read it in order:
 4. `_summed_gradients` (gradient accumulation): the replica's batch clips [k * b, ...]
    as k micro-batches [k, b, ...], one after another in a tf.while_loop, gradients summed,
    so only one micro-batch's activations are alive at a time.
-5. `_micro_batch_gradients` (forward, loss, gradients): logits [b, classes] float32;
-   per-example cross-entropy (label smoothing), plus, distilling from a flow teacher
+5. `_micro_batch_gradients` (forward, loss, gradients): with mixup / cutmix the clips
+   mixed with themselves reversed (the host's draw of step 1, actrec.train.loop.mixing);
+   logits [b, classes] float32; per-example cross-entropy (label smoothing; of the mixed
+   targets under mixup / cutmix; accuracy counts the clips' own labels), plus, distilling from a flow teacher
    (actrec.train.distillation.loss), distill_weight x the per-example feature MSE between the
    student's (projected) features and the frozen teacher's; each example's loss x its class's
    weight (train.class_balance weights); the sum divided by the GLOBAL
@@ -47,6 +49,7 @@ from typing import TYPE_CHECKING
 
 from actrec.errors import ConfigError
 from actrec.train.loop.averaging import average_round
+from actrec.train.loop.mixing import MixSettings, mix_draw, mixed_clips, mixed_targets, step_generator
 from actrec.train.loop.step_statistics import (
     batch_statistics,
     distillation_statistics,
@@ -72,6 +75,9 @@ class TrainStep:
     strategy: tf.distribute.Strategy
     step_variable: tf.Variable  # int64 optimizer steps
     label_smoothing: float
+    mixing: MixSettings | None  # train.mixup / cutmix (actrec.train.loop.mixing), None: off
+    mixing_seed: int
+    mix_state: tf.Variable  # float32 [6]: this step's MixDraw.as_array()
     class_weights: np.ndarray | None  # float32 [classes] loss weights (train.class_balance)
     input_transform: Callable[[tf.Tensor], tf.Tensor] | None
     local_updates: bool  # kavg: local variables, one replica per worker
@@ -107,6 +113,10 @@ class TrainStep:
         """
         accumulation_steps = checked_accumulation_steps(self.strategy, batch, accumulation_steps)
         self.optimizer.learning_rate = float(learning_rate)
+        if self.mixing is not None:  # this step's mixup / cutmix, drawn on the host
+            height, width = self.model.inputs[0].shape[-3:-1]  # [B, ..., H, W, C]
+            generator = step_generator(self.mixing_seed, self.step)
+            self.mix_state.assign(mix_draw(self.mixing, generator, height, width).as_array())
         statistics = self._train_function(batch, accumulation_steps)
         if not self.local_updates:
             self.num_all_reduces += 1
@@ -204,12 +214,20 @@ class TrainStep:
         variables = self.trained_model.trainable_variables
         with tf.GradientTape() as tape:
             labels = tf.cast(labels, tf.int32)
+            if self.mixing is not None:  # mixup / cutmix: the clips and their soft targets
+                clips = mixed_clips(clips, self.mix_state)
             if self.distillation is None:
                 logits = tf.cast(self.model(clips, training=True), tf.float32)  # [b, classes]
                 feature_losses = None
             else:  # clips: (student's, teacher's); the feature losses [b]
                 logits, feature_losses = self.distillation.logits_and_feature_losses(clips)
-            cross_entropy = per_example_loss(labels, logits, self.label_smoothing)  # [b]
+            if self.mixing is None:
+                cross_entropy = per_example_loss(labels, logits, self.label_smoothing)  # [b]
+            else:
+                targets = mixed_targets(
+                    labels, self.mix_state, logits.shape[-1], self.label_smoothing
+                )
+                cross_entropy = tf.nn.softmax_cross_entropy_with_logits(targets, logits)
             losses = cross_entropy
             if feature_losses is not None:
                 losses = cross_entropy + self.distillation.weight * feature_losses

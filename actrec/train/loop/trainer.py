@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from actrec.cluster.strategy import worker_index
-from actrec.config.choices import ADAM_OPTIMIZERS
+from actrec.config import choices
 from actrec.config.validate import validate_train_section
 from actrec.errors import ConfigError
 from actrec.models.factory import model_builder
@@ -52,6 +52,7 @@ from actrec.train.loop.averaging import (
     moment_variables,
     variables_to_average,
 )
+from actrec.train.loop.mixing import NO_MIX, MixSettings
 from actrec.train.loop.optimizer import build_optimizer
 from actrec.train.loop.step import TrainStep
 from actrec.train.loop.step_statistics import (
@@ -104,8 +105,9 @@ class DistributedTrainer(TrainStep):
     train: the recipe's train section (actrec.config.TrainConfig; checked here by
         actrec.config.validate.validate_train_section), of which the trainer reads the
         optimizer (actrec.train.loop.optimizer.build_optimizer), the synchronisation (sync,
-        kavg_steps, adam_state), label_smoothing (targets (1 - s) one-hot + s / classes)
-        and mixed_precision ("float16": mixed_float16 + dynamic loss scaling; "bfloat16":
+        kavg_steps, adam_state), label_smoothing (targets (1 - s) one-hot + s / classes),
+        mixup / cutmix (actrec.train.loop.mixing, drawn from `seed` and the step) and
+        mixed_precision ("float16": mixed_float16 + dynamic loss scaling; "bfloat16":
         mixed_bfloat16).
     input_transform: applied to each replica's training clips where that replica runs,
         before the model (actrec.data.input.training_clips.finish_batch: uint8 crops -> clips).
@@ -152,7 +154,7 @@ class DistributedTrainer(TrainStep):
         self.kavg_steps = train.kavg_steps
         self.reset_adam_state = (
             self.local_updates
-            and train.optimizer in ADAM_OPTIMIZERS
+            and train.optimizer in choices.ADAM_OPTIMIZERS
             and train.adam_state == "reset"
         )
         if self.local_updates and self.replicas_per_worker > 1:
@@ -173,6 +175,10 @@ class DistributedTrainer(TrainStep):
                 self.distillation = Distillation(distillation, self.model)
             self.optimizer = build_optimizer(train, self.trained_model)
         self.step_variable = tf.Variable(0, dtype=tf.int64, trainable=False, name="step")
+        self.mixing, self.mixing_seed = MixSettings.of(train), int(seed)
+        self.mix_state = tf.Variable(  # this step's MixDraw, assigned by the host
+            NO_MIX.as_array(), trainable=False, name="mix_state"
+        )
         self.num_replicas_in_sync = (
             self.num_workers if self.local_updates else int(strategy.num_replicas_in_sync)
         )
