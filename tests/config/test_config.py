@@ -46,6 +46,9 @@ EXPECTED_RECIPES = {
     "synthetic-flow",
     "tsm-something-something-v2",
     "tsm-jester",
+    "videomae-b-ucf101-from-kinetics400",
+    "videomae-b-hmdb51-from-kinetics400",
+    "videomae-folder",
 }
 UCF101_SPLIT1_TRAIN_VIDEOS = 9537
 HMDB51_SPLIT1_TRAIN_VIDEOS = 3570
