@@ -60,8 +60,12 @@ def copy_backbone_weights(source: keras.Model, target: keras.Model) -> None:
     """Copies every weight of `source` into `target` (layers paired in order, classes and
     names checked); weights that differ only in input channels get the cross-modality map.
     """
-    source_layers = layers_with_weights(source)
-    target_layers = layers_with_weights(target)
+    copy_layer_weights(source, target, layers_with_weights(source), layers_with_weights(target))
+
+
+def copy_layer_weights(source, target, source_layers: list, target_layers: list) -> None:
+    """Copies the weights of `source_layers` (of model `source`) into `target_layers` (of
+    `target`), paired in order, as copy_backbone_weights does."""
     if len(source_layers) != len(target_layers):
         raise WeightsError(
             f"cannot copy weights from {source.name!r} ({len(source_layers)} layers with "

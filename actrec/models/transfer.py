@@ -1,9 +1,14 @@
-"""Starting a segment model from another trained segment model (fine-tuning).
+"""Starting a segment model from another trained segment model, or a clip network from
+another of the same size (fine-tuning).
 
 Every backbone weight is copied, layer by layer in order (actrec.models.initialisation):
 TSN and TSM backbones have the same weights (TemporalShift has none), and an RGB first
 convolution becomes a flow one by TSN's cross-modality initialisation (the kernel averaged
 over RGB and replicated to the 2L flow channels). BatchNorm statistics come with their layers.
+
+A clip network (VideoMAE: no nested backbone) carries every layer with weights but its
+classifier, in layer order; its weights do not depend on the frame count or the frame size
+(the position table is recomputed), so a start with other frames or another crop keeps them.
 
 The classifier is kept when the target's classes are the source's (in any order: its rows
 follow the names), and stays the new, randomly initialised one otherwise, as TSM's
@@ -18,8 +23,7 @@ from dataclasses import dataclass
 import keras
 
 from actrec.errors import WeightsError
-from actrec.models.initialisation import copy_backbone_weights, layers_with_weights
-from actrec.models.segment_model import segment_backbone
+from actrec.models.initialisation import copy_layer_weights, layers_with_weights
 
 CLASSIFIER_LAYER = "classifier"
 
@@ -64,10 +68,10 @@ def classifier_mapping(
     return [row[name] for name in target_classes]
 
 
-def _mapped_weight_names(source: keras.Model, target: keras.Model) -> tuple[str, ...]:
+def _mapped_weight_names(source_layers: list, target_layers: list) -> tuple[str, ...]:
     """The target weights whose shape differs from the source's (cross-modality maps)."""
     names = []
-    pairs = zip(layers_with_weights(source), layers_with_weights(target), strict=False)
+    pairs = zip(source_layers, target_layers, strict=False)
     for source_layer, target_layer in pairs:
         for source_weight, target_weight in zip(
             source_layer.weights, target_layer.weights, strict=False
@@ -75,6 +79,16 @@ def _mapped_weight_names(source: keras.Model, target: keras.Model) -> tuple[str,
             if tuple(source_weight.shape) != tuple(target_weight.shape):
                 names.append(f"{target_layer.name}/{target_weight.name}")
     return tuple(names)
+
+
+def _carried_layers(model: keras.Model) -> tuple[keras.Model, list]:
+    """(the network a start carries, its layers with weights in order): a segment model's
+    nested backbone, or a clip network itself without its classifier."""
+    for layer in model.layers:
+        if isinstance(layer, keras.Model):  # a segment model's backbone
+            return layer, layers_with_weights(layer)
+    carried = [layer for layer in layers_with_weights(model) if layer.name != CLASSIFIER_LAYER]
+    return model, carried
 
 
 def transfer_weights(
@@ -85,12 +99,16 @@ def transfer_weights(
 ) -> TransferReport:
     """Copies `source`'s backbone into `target` (both from build_segment_model, the same
     backbone and input size; any architecture, segments and modality RGB -> RGB, RGB -> flow
-    or flow -> flow) and its classifier when the classes are the same; returns what it did.
+    or flow -> flow; or two clip networks of one size, any frames) and its classifier when
+    the classes are the same; returns what it did.
     """
-    source_backbone, target_backbone = segment_backbone(source), segment_backbone(target)
-    mapped = _mapped_weight_names(source_backbone, target_backbone)
-    copy_backbone_weights(source_backbone, target_backbone)
-    tensors = sum(len(layer.weights) for layer in layers_with_weights(target_backbone))
+    (source_network, source_layers), (target_network, target_layers) = (
+        _carried_layers(source),
+        _carried_layers(target),
+    )
+    mapped = _mapped_weight_names(source_layers, target_layers)
+    copy_layer_weights(source_network, target_network, source_layers, target_layers)
+    tensors = sum(len(layer.weights) for layer in target_layers)
     mapping = classifier_mapping(source_classes, target_classes)
     classifier = "new"
     if mapping is not None:
