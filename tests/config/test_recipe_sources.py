@@ -139,3 +139,20 @@ def test_sources_need_a_builtin_recipe(cli_runner, tmp_path):
     assert result.exit_code == 1 and "not a built-in recipe" in result.output
     with pytest.raises(ConfigError, match="no source table"):
         source_table("no-such-recipe")
+
+
+@pytest.mark.parametrize(
+    "name", ["videomae-b-ucf101-from-kinetics400", "videomae-b-hmdb51-from-kinetics400"]
+)
+def test_videomae_finetuning_cites_the_authors_code_for_every_field(name):
+    """VideoMAE's fine-tuning: every field the recipe sets comes from MCG-NJU/VideoMAE's
+    UCF101 script, run_class_finetuning.py's defaults or the paper, with file and line."""
+    table = source_table(name)
+    for field in recipe_set_fields(name):
+        row = table.row(field)
+        assert row.kind in ("source", "deviation"), (field, row.reason)
+        assert CITATION.search(row.source), (field, row.source)
+    assert "U:30" in table.row("train.layer_decay").source  # --layer_decay 0.7
+    assert "R:406" in table.row("train.lr_reference_batch").source  # lr x batch / 256
+    assert (table.row("train.mixup").value, table.row("train.cutmix").value) == (0.8, 1.0)
+    assert table.row("train.warmup_epochs").kind == "deviation"  # from a tenth, not from 0
