@@ -27,7 +27,7 @@ from pathlib import Path
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from videomae_networks import (  # noqa: E402  benchmarks/videomae_networks.py
+from videomae_networks import (
     SIZES,
     channels_first,
     clips_and_labels,

@@ -28,7 +28,7 @@ from pathlib import Path
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from videomae_networks import (  # noqa: E402  benchmarks/videomae_networks.py
+from videomae_networks import (
     SIZES,
     channels_first,
     clips_and_labels,
@@ -36,7 +36,7 @@ from videomae_networks import (  # noqa: E402  benchmarks/videomae_networks.py
     transformers_classifier,
 )
 
-from actrec.config.recipe import TrainConfig  # noqa: E402
+from actrec.config.recipe import TrainConfig
 
 LEARNING_RATE = 1e-4
 SETTINGS = TrainConfig(

@@ -106,9 +106,10 @@ def test_a_training_step_learns_from_the_mixed_clips_and_targets():
     from actrec.train.loop.trainer import DistributedTrainer
 
     def model():
+        layers = keras.layers
         return keras.Sequential(
-            [keras.Input((2, 6, 5, 3)), keras.layers.Flatten(), keras.layers.Dense(4, name="classifier")]
-        )  # fmt: skip
+            [keras.Input((2, 6, 5, 3)), layers.Flatten(), layers.Dense(4, name="classifier")]
+        )
 
     settings = TrainConfig(
         mixup=0.8, cutmix=1.0, label_smoothing=0.1, weight_decay=0.0, clip_norm=None

@@ -9,6 +9,7 @@ import json
 
 import numpy as np
 import pytest
+from fixtures.built_once import built_once
 
 from actrec.config.files import load_recipe
 from actrec.config.overrides import apply_overrides
@@ -19,7 +20,6 @@ from actrec.runs.record import RunRecord
 from actrec.runs.trained import build_trained_model, load_trained_run
 from actrec.train.run import train
 from actrec.train.start.starting_point import load_starting_weights, starting_point
-from fixtures.built_once import built_once
 
 TEST_SIZE = [
     "model.backbone=test_videomae",

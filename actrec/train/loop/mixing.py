@@ -3,7 +3,8 @@
 Each step, with probability train.mix_prob, the batch [B, ..., H, W, C] (channels last) is
 mixed with itself in reverse order (clip b with clip B - 1 - b), by one of:
 
-    mixup   (Zhang et al. 2018)  x = lam x_b + (1 - lam) x_{B-1-b},  lam ~ Beta(a, a), a = train.mixup
+    mixup   (Zhang et al. 2018)  x = lam x_b + (1 - lam) x_{B-1-b}, lam ~ Beta(a, a),
+                                 a = train.mixup
     cutmix  (Yun et al. 2019)    a box of rows y0:y1, columns x0:x1 (every frame alike) taken
                                  from x_{B-1-b}; lam ~ Beta(a, a), a = train.cutmix, then
                                  lam = 1 - box area / (H W)

@@ -219,8 +219,9 @@ def build_optimizer(train: TrainConfig, model):
     around it under float16), as a recipe's train section (validated by actrec.config)
     asks: train.optimizer with its momentum / nesterov (SGD), weight_decay in its
     weight_decay_mode (either way only variables with decay_mult 1 decay; adamw's at each
-    variable's rate), clip_norm, the *_lr_mult multipliers, layer_decay and mixed_precision. `actrec_rates.groups` of the Keras optimizer
-    lists the parameter groups."""
+    variable's rate), clip_norm, the *_lr_mult multipliers, layer_decay and
+    mixed_precision. `actrec_rates.groups` of the Keras optimizer lists the parameter
+    groups."""
     import keras
 
     groups = parameter_groups(model, train)

@@ -198,7 +198,9 @@ def _layer_groups(model, train: TrainConfig, by_group: dict[str, list]) -> list[
             if chosen:
                 lr_mult, decay_mult = group_multipliers(train, name)
                 groups.append(
-                    ParameterGroup(f"layer_{layer}_{name}", lr_mult * scale, decay_mult, chosen, layer)
+                    ParameterGroup(
+                        f"layer_{layer}_{name}", lr_mult * scale, decay_mult, chosen, layer
+                    )
                 )
     return groups
 

@@ -5,8 +5,8 @@ builds what it works with (model, optimizer, strategy, the variables an averagin
 averages) and evaluates. Read it in order:
 
 1. `train_step` (the host, once per step): check that the batch splits into the
-   accumulation steps, set the optimizer's rate (and draw the step's mixing), run the compiled step, count the step;
-   under kavg, every K-th step run an averaging round (7).
+   accumulation steps, set the optimizer's rate (and draw the step's mixing), run the
+   compiled step, count the step; under kavg, every K-th step run an averaging round (7).
 2. `_compiled_train_step` (inside tf.function): `strategy.run` of the replica step on every
    replica (allreduce); under kavg the process's one replica runs it directly.
 3. `_replica_train_step` (one replica): finish the clips on the device (input_transform),
@@ -19,16 +19,17 @@ averages) and evaluates. Read it in order:
 5. `_micro_batch_gradients` (forward, loss, gradients): with mixup / cutmix the clips
    mixed with themselves reversed (the host's draw of step 1, actrec.train.loop.mixing);
    logits [b, classes] float32; per-example cross-entropy (label smoothing; of the mixed
-   targets under mixup / cutmix; accuracy counts the clips' own labels), plus, distilling from a flow teacher
-   (actrec.train.distillation.loss), distill_weight x the per-example feature MSE between the
-   student's (projected) features and the frozen teacher's; each example's loss x its class's
-   weight (train.class_balance weights); the sum divided by the GLOBAL
-   batch, so the all-reduced SUM of the replicas' gradients is the gradient of the global mean loss;
-   regularisation losses counted once over replicas and micro-batches; the loss scaled
-   (float16 loss scaling) and differentiated.
+   targets under mixup / cutmix; accuracy counts the clips' own labels), plus, distilling
+   from a flow teacher (actrec.train.distillation.loss), distill_weight x the per-example
+   feature MSE between the student's (projected) features and the frozen teacher's; each
+   example's loss x its class's weight (train.class_balance weights); the sum divided by
+   the GLOBAL batch, so the all-reduced SUM of the replicas' gradients is the gradient of
+   the global mean loss; regularisation losses counted once over replicas and
+   micro-batches; the loss scaled (float16 loss scaling) and differentiated.
 6. `optimizer.apply` (Keras, built by actrec.train.loop.optimizer): unscale the gradients and
    skip a non-finite step (float16 only), clip their global norm (`clip_norm`), Keras'
-   own decay (weight_decay_mode "decoupled" only), then per variable `update_step`:
+   own decay (weight_decay_mode "decoupled" with sgd / adam), then per variable
+   `update_step` (adamw: first its decay at the variable's rate):
    `decayed_gradient_and_rate` below (coupled L2 g + weight_decay * decay_mult * w; rate
    lr * lr_mult of the variable's parameter group, actrec.train.loop.param_groups), then
    Keras' SGD / Adam update. Keras' own gradient all-reduce is switched off: step 3 has
@@ -49,7 +50,13 @@ from typing import TYPE_CHECKING
 
 from actrec.errors import ConfigError
 from actrec.train.loop.averaging import average_round
-from actrec.train.loop.mixing import MixSettings, mix_draw, mixed_clips, mixed_targets, step_generator
+from actrec.train.loop.mixing import (
+    MixSettings,
+    mix_draw,
+    mixed_clips,
+    mixed_targets,
+    step_generator,
+)
 from actrec.train.loop.step_statistics import (
     batch_statistics,
     distillation_statistics,
