@@ -11,7 +11,8 @@ VideoMAE has none). actrec: `actrec.train.loop.trainer.DistributedTrainer` (one 
 the compiled step `actrec train` runs) on the Keras network; transformers:
 VideoMAEForVideoClassification (its default attention, PyTorch's scaled_dot_product_attention)
 with torch.optim.AdamW over VideoMAE's parameter groups (the authors' optim_factory rule on
-transformers' names). Prints one JSON line: the median seconds per step of each after two
+transformers' names). Each side runs in its own process (one framework's idle thread pool
+would slow the other's step). Prints one JSON line: the median seconds per step of each after two
 warm-up steps, and ratio = transformers' / actrec's (>= 1: actrec's step is as fast or
 faster; issue 68's goal). --size tiny checks that the script runs; the figures are timed
 on an idle machine (docs/benchmarks.md).
@@ -22,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -117,17 +119,36 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch", type=int, default=4)
     parser.add_argument("--steps", type=int, default=5, help="timed steps (after 2 warm-up)")
     parser.add_argument("--threads", type=int, default=None, help="both sides' threads")
+    parser.add_argument("--side", choices=("actrec", "transformers"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    if args.threads:
-        import tensorflow as tf
-        import torch
-
-        tf.config.threading.set_intra_op_parallelism_threads(args.threads)
-        torch.set_num_threads(args.threads)
     size = SIZES[args.size]
-    clips, labels = clips_and_labels(size, args.batch)
-    actrec_seconds = actrec_step_seconds(size, clips, labels, args.steps)
-    torch_seconds = transformers_step_seconds(size, clips, labels, args.steps)
+    if args.side:  # one side, in this process: its seconds per step
+        clips, labels = clips_and_labels(size, args.batch)
+        if args.side == "actrec":
+            if args.threads:
+                import tensorflow as tf
+
+                tf.config.threading.set_intra_op_parallelism_threads(args.threads)
+            print(actrec_step_seconds(size, clips, labels, args.steps))
+        else:
+            if args.threads:
+                import torch
+
+                torch.set_num_threads(args.threads)
+            print(transformers_step_seconds(size, clips, labels, args.steps))
+        return 0
+    forwarded = [a for a in sys.argv[1:] if a != "--side"] if argv is None else argv
+    actrec_seconds, torch_seconds = (
+        float(
+            subprocess.run(
+                [sys.executable, __file__, *forwarded, "--side", side],
+                check=True,
+                capture_output=True,
+                text=True,
+            ).stdout.split()[-1]
+        )
+        for side in ("actrec", "transformers")
+    )
     print(
         json.dumps(
             {
