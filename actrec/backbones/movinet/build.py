@@ -15,10 +15,13 @@ from keras import layers
 
 from actrec.backbones.movinet.blocks import MovinetBlock, MovinetHead
 from actrec.backbones.movinet.layers import MovinetActivation, MovinetConv
-from actrec.backbones.movinet.spec import BASE, MovinetSettings, MovinetSpec
+from actrec.backbones.movinet.spec import BASE, MovinetNetwork, MovinetSettings, MovinetSpec
+from actrec.errors import ConfigError
 
 FEATURES_LAYER = "head"
 """The layer whose output is the clip feature [B, project_filters]."""
+INPUT_SCALE = "input_scale"
+"""A recipe network's [0, 255] -> [0, 1] scaling (after its preprocessing layer)."""
 
 
 def movinet_layers(spec: MovinetSpec, settings: MovinetSettings) -> list:
@@ -57,14 +60,20 @@ def movinet_classifier(
     image_size: tuple[int, int] | None = None,
     dropout: float = 0.0,
     name: str | None = None,
+    preprocessing: keras.layers.Layer | None = None,
+    input_name: str = "clip",
 ) -> keras.Model:
     """A MoViNet clip classifier: [B, num_frames, H, W, 3] in [0, 1] -> logits [B, K]
     (defaults: the size's published frames and image size). Causal settings make the
-    classifier of a stream (actrec.backbones.movinet.stream runs it frame by frame)."""
+    classifier of a stream (actrec.backbones.movinet.stream runs it frame by frame).
+    preprocessing: a layer applied to the input first, then a scale by 1 / 255 (a recipe's
+    frames in [0, 255]); None: the input is in [0, 1] already."""
     frames = num_frames or spec.frames
     height, width = image_size or (spec.image_size, spec.image_size)
-    clip = keras.Input((frames, height, width, 3), name="clip")
+    clip = keras.Input((frames, height, width, 3), name=input_name)
     x = clip
+    if preprocessing is not None:
+        x = layers.Rescaling(1.0 / 255.0, name=INPUT_SCALE)(preprocessing(x))
     for layer in movinet_layers(spec, settings):
         x = layer(x)
     x = layers.Dense(spec.head_filters, name="classifier_hidden")(x)
@@ -74,6 +83,37 @@ def movinet_classifier(
     logits = layers.Dense(num_classes, dtype="float32", name="classifier")(x)
     suffix = "_stream" if settings.causal else "_base"
     return keras.Model(clip, logits, name=name or spec.name + suffix)
+
+
+def recipe_network(
+    network: MovinetNetwork,
+    num_classes: int,
+    *,
+    num_frames: int,
+    input_size: int,
+    dropout: float = 0.0,
+    drop_path_rate: float = 0.0,
+    remat: bool = False,
+    preprocessing: keras.layers.Layer | None = None,
+    seed: int | None = None,
+    name: str | None = None,
+) -> keras.Model:
+    """A recipe's MoViNet (the registry's clip_builder, actrec.backbones.spec.ClipNetworkSpec):
+    frames [B, num_frames, input_size, input_size, 3] in [0, 255] (the input "frames") ->
+    logits [B, num_classes]; the frames are consecutive at the model's rate (MoViNet's dense
+    sampling: data.sampling dense). Stochastic depth and remat are not MoViNet's yet."""
+    if drop_path_rate or remat:
+        raise ConfigError(
+            f"{network.name}: model.drop_path_rate and model.remat are not available for "
+            "MoViNet yet; leave them at 0 / false"
+        )
+    if preprocessing is None:
+        preprocessing = layers.Identity(name="preprocessing")
+    return movinet_classifier(
+        network.size, num_classes, network.settings, num_frames=num_frames,
+        image_size=(input_size, input_size), dropout=dropout, name=name,
+        preprocessing=preprocessing, input_name="frames",
+    )  # fmt: skip
 
 
 def backbone_layer_names(classifier: keras.Model) -> list[str]:

@@ -223,12 +223,70 @@ MOVINET_SPECS = {
 """The published sizes by name (the Model Garden's a0 ... a5)."""
 
 
+TEST_SPEC = MovinetSpec(
+    "test_movinet", 8,
+    (_stage(8, [16], [K33], [S12]), _stage(16, [24, 24], [K53, K33], [S12, S11])),
+    32, 32, frames=4, image_size=32, fps=5,
+)  # fmt: skip
+"""A MoViNet of three bottlenecks (one 5-frame kernel, a strided skip, a kept one) and no
+published weights: the suite's, as timm's test_* networks."""
+
+
+@dataclass(frozen=True)
+class MovinetNetwork:
+    """One MoViNet a recipe names (a ClipNetworkSpec of actrec.backbones.spec): its size and
+    settings, "movinet_a0" the base model, "movinet_a0_stream" the causal stream one.
+    Its input is [0, 255] (preprocessing "none"): the network scales it to the Model
+    Garden's [0, 1] itself."""
+
+    name: str
+    size: MovinetSpec
+    settings: MovinetSettings
+    preprocessing: str = "none"
+
+    @property
+    def default_input_size(self) -> int:
+        return self.size.image_size
+
+    @property
+    def default_num_frames(self) -> int:
+        return self.size.frames
+
+    @property
+    def feature_width(self) -> int:
+        return self.size.project_filters
+
+    def input_problem(self, num_frames: int, height: int, width: int) -> str | None:
+        """Any clip of a frame or more and 8 pixels or more fits (SAME padding)."""
+        if num_frames < 1 or min(height, width) < 8:
+            return f"{self.name} takes clips of 1 frame or more and 8 pixels or more"
+        return None
+
+
+def _networks(spec: MovinetSpec) -> tuple[MovinetNetwork, MovinetNetwork]:
+    return (
+        MovinetNetwork(spec.name, spec, BASE),
+        MovinetNetwork(f"{spec.name}_stream", spec, stream_settings(spec.name)),
+    )
+
+
+MOVINET_NETWORKS = {
+    network.name: network
+    for spec in (*MOVINET_SPECS.values(), TEST_SPEC)
+    for network in _networks(spec)
+}
+"""Every size, base and stream: movinet_a0, movinet_a0_stream, ..., test_movinet(_stream)."""
+
+
 FAMILY = BackboneFamily(
     name="movinet",
     position=9,
     specs=(),
-    clip_networks=tuple(MOVINET_SPECS.values()),
+    clip_networks=tuple(MOVINET_NETWORKS.values()),
+    clip_architecture="movinet",
+    clip_builder="recipe_network",
     keras_layers=True,
 )
 """The registry's entry: clip networks only (a video in, logits out; built by
-actrec.backbones.movinet.build), no per-frame backbone for `model.backbone`."""
+actrec.backbones.movinet.build.recipe_network): a recipe names model.architecture=movinet
+and a size as model.backbone (`_stream`: the causal stream settings)."""

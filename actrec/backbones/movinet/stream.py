@@ -19,6 +19,7 @@ from __future__ import annotations
 from keras import ops
 
 from actrec.backbones.movinet.blocks import MovinetBlock, MovinetHead
+from actrec.backbones.movinet.build import INPUT_SCALE
 from actrec.backbones.movinet.layers import MovinetConv
 from actrec.errors import ConfigError
 
@@ -63,9 +64,15 @@ def initial_states(classifier, batch_size: int = 1) -> dict:
 
 def stream_step(classifier):
     """The stateless step of the causal MoViNet `classifier`: step(frames [B, t, H, W, 3] in
-    [0, 1], states: name -> tensor) -> (logits [B, K], new states by name)."""
+    the classifier's input scale ([0, 255] for a recipe's network, [0, 1] for
+    movinet_classifier's without preprocessing), states: name -> tensor) -> (logits [B, K],
+    new states by name)."""
     backbone = _backbone_layers(classifier)
     names = set(stream_state_shapes(classifier))
+    names_in_model = [layer.name for layer in classifier.layers]
+    prepare = [
+        classifier.get_layer(name) for name in ("preprocessing", INPUT_SCALE) if name in names_in_model
+    ]
     hidden = classifier.get_layer("classifier_hidden")
     activation = classifier.get_layer("classifier_activation")
     output = classifier.get_layer("classifier")
@@ -77,6 +84,8 @@ def stream_step(classifier):
         frames_before = ops.cast(states[FRAME_COUNT], frames.dtype)
         new_states = {}
         x = frames
+        for layer in prepare:  # a recipe network's normalisation and scale to [0, 1]
+            x = layer(x)
         for layer in backbone:
             prefix = f"state_{layer.name}_"
             if isinstance(layer, MovinetConv):
