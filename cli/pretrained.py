@@ -21,6 +21,7 @@ from actrec.published.convert import (
 )
 from actrec.published.downloads import refuse_video_checkpoint_import
 from actrec.published.imagenet import convert_imagenet_file
+from actrec.published.movinet_convert import convert_movinet_file, is_movinet_file
 
 
 @click.group()
@@ -75,7 +76,7 @@ def import_command(file: Path, backbone: str | None, expected_sha256: str | None
 
 
 @pretrained.command()
-@click.argument("checkpoint", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("checkpoint", type=click.Path(path_type=Path))
 @click.option(
     "--out",
     required=True,
@@ -117,7 +118,20 @@ def convert(
     """Convert a published PyTorch CHECKPOINT (TSM's, mmaction2's TSN / TSM, torchvision's
     ImageNet ResNet, TSM's MobileNetV2) into a finished actrec run folder that eval, export,
     predict and `train --init-from` take. The file is read as data only (no code in it runs);
-    docs/model-zoo.md lists the published files."""
+    docs/model-zoo.md lists the published files. A TensorFlow Model Garden MoViNet checkpoint
+    (ckpt-N.index, or its folder) or TF Hub MoViNet SavedModel folder converts too, its
+    variables read as data."""
+    if is_movinet_file(checkpoint):
+        options = {
+            "--architecture": architecture, "--backbone": backbone, "--segments": segments,
+            "--modality": modality, "--shift-direction": shift_direction,
+        }  # fmt: skip
+        given = [name for name, value in options.items() if value is not None]
+        if given:
+            raise click.UsageError(f"{given[0]} is a PyTorch file's option: a MoViNet file says it")
+        import_tensorflow_quietly()
+        print_conversion(convert_movinet_file(checkpoint, out, classes))
+        return
     check_conversion_paths(checkpoint, out)  # before TensorFlow: a mistake is answered at once
     import_tensorflow_quietly()
     options = ConversionOptions(

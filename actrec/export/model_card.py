@@ -147,10 +147,14 @@ def _stream_section(stream: ExportedStream, metadata_entry: dict) -> list[str]:
         )
     converted = record.converted_from
     if isinstance(converted, dict):
+        license_note = f"; license {converted['license']}" if converted.get("license") else ""
+        file_kind = str(converted.get("file_format", ""))
+        file_kind = file_kind if file_kind.startswith("TensorFlow") else "PyTorch"  # MoViNet's
         lines.append(
-            f"- Weights: converted from the published PyTorch file `{converted.get('file_name')}`"
-            f" ({converted.get('layout')} layout, SHA-256 {converted.get('sha256')}) by "
-            "`actrec pretrained convert`; not trained by actrec"
+            f"- Weights: converted from the published {file_kind}"
+            f" file `{converted.get('file_name')}` ({converted.get('layout')} layout, SHA-256 "
+            f"{converted.get('sha256')}) by `actrec pretrained convert`; not trained by actrec"
+            + license_note
         )
     lines += [
         f"- Data: `{run.data_dir}`"

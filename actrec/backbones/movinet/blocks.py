@@ -180,7 +180,9 @@ class MovinetBlock(layers.Layer):
         self.positional_encoding, self.epsilon = positional_encoding, epsilon
         self.downsample = any(stride > 1 for stride in self.strides)
         common = dict(conv_type=conv_type, epsilon=epsilon)
-        self.expansion = MovinetConv(expand_filters, activation=activation, name="expansion", **common)
+        self.expansion = MovinetConv(
+            expand_filters, activation=activation, name="expansion", **common
+        )
         self.feature = MovinetConv(
             expand_filters, self.kernel_size, self.strides, depthwise=True, causal=causal,
             activation=activation, name="feature", **common,
@@ -226,7 +228,7 @@ class MovinetBlock(layers.Layer):
         return x + skip, new_states
 
     def compute_output_shape(self, input_shape):
-        return self.feature.compute_output_shape(input_shape)[:-1] + (self.out_filters,)
+        return (*self.feature.compute_output_shape(input_shape)[:-1], self.out_filters)
 
     def get_config(self):
         return {

@@ -5,7 +5,8 @@ Nothing of the file is executed and the Model Garden is not imported.
 
 Variables are named by their path from the classifier through the object graph,
 "layer_with_weights-0/layer_with_weights-3/_feature/_conv/kernel": the shortest path
-(on a tie, the first child in the object graph's order, as TensorFlow names them), so a checkpoint written with `model=` and `backbone=`
+(on a tie, the first child in the object graph's order, as TensorFlow names them), so a
+checkpoint written with `model=` and `backbone=`
 (the Model Garden's checkpoint items; tools/convert_3d_2plus1d.py), one with `model=` only
 and a SavedModel, whichever alias stored a variable, name it alike. A checkpoint of the
 backbone alone (`backbone/...`) names it from the backbone, under "layer_with_weights-0/".
@@ -93,7 +94,6 @@ def read_movinet_variables(path: Path | str) -> MovinetVariables:
     classifier; WeightsError naming the file when it is no TensorFlow checkpoint or holds
     no Keras model's object graph."""
     import tensorflow as tf  # lazily: the CLI answers before TensorFlow
-
     from tensorflow.core.protobuf import trackable_object_graph_pb2
 
     prefix, kind = checkpoint_prefix(Path(path))

@@ -83,7 +83,9 @@ def source_weights(
     layout = source_layout(tensors, path)
     spec = _spec_from_tensors(tensors, path)
     first = BACKBONE + "layer_with_weights-1/"
-    reduce = _first_present(tensors, first + "_attention/_se_reduce/_conv/", ("_conv/kernel", "kernel"))
+    reduce = _first_present(
+        tensors, first + "_attention/_se_reduce/_conv/", ("_conv/kernel", "kernel")
+    )
     expand = spec.stages[0].expand_filters[0]
     se_type = "2plus3d" if reduce is not None and reduce.shape[-2] == 2 * expand else "3d"
     positional = first + "_attention/_pos_encoding/_rezero/scale" in tensors
@@ -169,7 +171,11 @@ class _Mapping:
     def conv(self, keras_path: str, source: str, depthwise: bool, temporal: bool) -> None:
         """A ConvBlock's convolution(s) and BatchNorm(s) as MovinetConv's."""
         if self.layout == "3d":
-            self.put(keras_path + "/conv", [source + "_conv/kernel"], [self.tensor(source + "_conv/kernel")])
+            self.put(
+                keras_path + "/conv",
+                [source + "_conv/kernel"],
+                [self.tensor(source + "_conv/kernel")],
+            )
             self.norm(keras_path + "/norm", source + "_batch_norm/")
             return
         if self.layout == "2plus1d":
@@ -199,7 +205,10 @@ def _backbone_arrays(mapping: _Mapping, spec: MovinetSpec, settings: MovinetSett
     for stage_index, stage in enumerate(spec.stages):
         for layer_index, kernel in enumerate(stage.kernel_sizes):
             index += 1
-            block, source = f"block{stage_index}_layer{layer_index}", f"{BACKBONE}layer_with_weights-{index}/"
+            block, source = (
+                f"block{stage_index}_layer{layer_index}",
+                f"{BACKBONE}layer_with_weights-{index}/",
+            )
             mapping.conv(f"{block}/expansion", source + "_expansion/", False, False)
             mapping.conv(f"{block}/feature", source + "_feature/", True, kernel[0] > 1)
             mapping.dense(f"{block}/se/reduce", source + "_attention/_se_reduce/")
@@ -235,7 +244,11 @@ def _spec_from_tensors(tensors: dict, path) -> MovinetSpec:
     )
     blocks = len(layers) - 2
     for spec in MOVINET_SPECS.values():
-        if len(spec.layer_names()) == blocks and stem is not None and stem.shape[-1] == spec.stem_filters:
+        if (
+            len(spec.layer_names()) == blocks
+            and stem is not None
+            and stem.shape[-1] == spec.stem_filters
+        ):
             return spec
     raise WeightsError(
         f"{path}: {blocks} bottlenecks after a stem of {None if stem is None else stem.shape[-1]} "
@@ -250,3 +263,32 @@ def _keras_target(model, path: str):
     for part in parts[1:]:
         found = getattr(found, part)
     return found
+
+
+SOURCE_LICENSE = "Apache-2.0"
+"""The license of the Model Garden's MoViNet code, checkpoints and TF Hub models
+(tensorflow/models LICENSE; official/projects/movinet/README.md)."""
+
+
+def converted_classifier(
+    path: Path | str,
+    settings: MovinetSettings | None = None,
+    num_frames: int | None = None,
+    image_size: tuple[int, int] | None = None,
+):
+    """(the Keras classifier of the MoViNet file at `path`, its SourceWeights): a Model
+    Garden checkpoint or a TF Hub SavedModel read as data (checkpoint_files), every tensor
+    mapped by name; clips [B, num_frames, H, W, 3] in [0, 1] (defaults: the size's
+    published input). A file of the backbone alone has a classifier of one class, its
+    weights untouched (`weights.num_classes` is 0)."""
+    # Keras: lazily, this module's mapping is read without it
+    from actrec.backbones.movinet.build import movinet_classifier
+    from actrec.backbones.movinet.checkpoint_files import read_movinet_variables
+
+    weights = source_weights(read_movinet_variables(path), path, settings)
+    network = movinet_classifier(
+        weights.spec, max(weights.num_classes, 1), weights.settings,
+        num_frames=num_frames, image_size=image_size,
+    )  # fmt: skip
+    assign_weights(network, weights)
+    return network, weights

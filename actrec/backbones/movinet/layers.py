@@ -194,7 +194,9 @@ class MovinetConv(layers.Layer):
         """SAME padding of the two spatial axes starting at `axis`."""
         pads = [(0, 0)] * len(x.shape)
         for offset in range(2):
-            pads[axis + offset] = same_padding(x.shape[axis + offset], kernel[offset], strides[offset])
+            pads[axis + offset] = same_padding(
+                x.shape[axis + offset], kernel[offset], strides[offset]
+            )
         if not any(any(pad) for pad in pads):
             return x
         return ops.pad(x, pads)

@@ -71,7 +71,9 @@ def stream_step(classifier):
     names = set(stream_state_shapes(classifier))
     names_in_model = [layer.name for layer in classifier.layers]
     prepare = [
-        classifier.get_layer(name) for name in ("preprocessing", INPUT_SCALE) if name in names_in_model
+        classifier.get_layer(name)
+        for name in ("preprocessing", INPUT_SCALE)
+        if name in names_in_model
     ]
     hidden = classifier.get_layer("classifier_hidden")
     activation = classifier.get_layer("classifier_activation")
