@@ -15,13 +15,13 @@ which the model card states. The folder appears whole or not at all.
 from __future__ import annotations
 
 import hashlib
+import importlib
 import shutil
 from dataclasses import replace
 from pathlib import Path
 
 from actrec import __version__
-from actrec.backbones.movinet.checkpoint_files import checkpoint_prefix, read_movinet_variables
-from actrec.backbones.movinet.convert import SOURCE_LICENSE, assign_weights, source_weights
+from actrec.backbones.registry import clip_family
 from actrec.config.files import dump_recipe, load_recipe
 from actrec.config.overrides import with_settings
 from actrec.config.validate import validate_recipe
@@ -35,11 +35,19 @@ from actrec.published.class_lists import resolve_class_names
 from actrec.runs.folder import FINAL_WEIGHTS_FILE, RECIPE_FILE
 from actrec.runs.record import RunRecord, write_run_record
 
+ARCHITECTURE = "movinet"
 RECORD_KEY = "converted_from"
 SOURCE = "TensorFlow Model Garden MoViNet (official/projects/movinet)"
 CLASSES = "kinetics600"
 KINETICS_FPS = 25
 """Kinetics videos' frame rate: a MoViNet at 5 fps takes every 5th frame."""
+
+
+def _family_module(name: str):
+    """The MoViNet family's module `name` (checkpoint_files, convert), found through the
+    registry as the factory finds a clip family's build.py: no file outside the family's
+    folder names its modules."""
+    return importlib.import_module(f"actrec.backbones.{clip_family(ARCHITECTURE).name}.{name}")
 
 
 def is_movinet_file(path: Path | str) -> bool:
@@ -71,9 +79,9 @@ def convert_movinet_file(path: Path | str, out: Path | str, classes: str | None 
     if out.exists():
         raise OutputError(f"{out} already exists; give a new --out folder (nothing was written)")
     refuse_a_file_on_the_way(out, "--out")
-    prefix, kind = checkpoint_prefix(source)
-    variables = read_movinet_variables(source)
-    weights = source_weights(variables, source)
+    files, convert = _family_module("checkpoint_files"), _family_module("convert")
+    prefix, kind = files.checkpoint_prefix(source)
+    weights = convert.source_weights(files.read_movinet_variables(source), source)
     if not weights.num_classes:
         raise ConfigError(
             f"{source}: a MoViNet backbone without its classifier; a run needs one: give the "
@@ -96,7 +104,7 @@ def convert_movinet_file(path: Path | str, out: Path | str, classes: str | None 
             "file_format": f"TensorFlow {kind}",
             "layout": f"Model Garden MoViNet ({weights.layout})",
             "source": SOURCE,
-            "license": SOURCE_LICENSE,
+            "license": convert.SOURCE_LICENSE,
             "classes": classes_from,
             "settings": {
                 "backbone": {"value": network_name, "from": "tensors"},
@@ -107,8 +115,8 @@ def convert_movinet_file(path: Path | str, out: Path | str, classes: str | None 
             },
         },
     }
-    _write_run(out, recipe, names, record, weights)
-    notes = (f"license: {SOURCE_LICENSE} ({SOURCE}); the model card states it",)
+    _write_run(out, recipe, names, record, weights, convert.assign_weights)
+    notes = (f"license: {convert.SOURCE_LICENSE} ({SOURCE}); the model card states it",)
     return Conversion(out, recipe, tuple(names), record, notes)
 
 
@@ -117,7 +125,7 @@ def _recipe(source: Path, weights, network_name: str):
     recipe = with_settings(
         load_recipe("synthetic-rgb"),
         {
-            "model.architecture": "movinet",
+            "model.architecture": ARCHITECTURE,
             "model.backbone": network_name,
             "model.weights": "none",
             "data.num_segments": spec.frames,
@@ -137,7 +145,7 @@ def _recipe(source: Path, weights, network_name: str):
     return recipe
 
 
-def _write_run(out: Path, recipe, classes, record, weights) -> None:
+def _write_run(out: Path, recipe, classes, record, weights, assign_weights) -> None:
     """Writes the run folder under a temporary name and renames it to `out` (atomic)."""
     # Keras: reading and checking a checkpoint does not import it.
     from actrec.models.factory import build_model
