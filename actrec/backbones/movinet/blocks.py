@@ -2,11 +2,12 @@
 pooling, the inverted bottleneck with its ReZero scale, and the head's projection and
 pooling.
 
-Shapes: [B, T, H, W, C]. A block's `forward(x, states, frames_before)` takes its states
+Shapes: [B, T, H, W, C]. A block's `with_states(x, states, frames_before)` takes its states
 (a dict: "stream_buffer" [B, kt - 1, h, w, c], "pool_buffer" [B, 1, 1, 1, c]; missing or
 None: zeros, the start of a video) and the frames seen before `x`, frames_before [B, 1]
-float32, and returns (outputs, new states). `call(x)` is forward with no states: a whole
-clip from its first frame.
+float32, and returns (outputs, new states). `call(x)` is with_states with no states: a whole
+clip from its first frame. (Not `forward`: a Keras layer is a torch.nn.Module under the
+PyTorch backend, whose forward is the layer's call.)
 """
 
 from __future__ import annotations
@@ -84,9 +85,9 @@ class SqueezeExcitation(layers.Layer):
             self.position_scale = self.add_weight((), "zeros", name="position_scale")
 
     def call(self, inputs):
-        return self.forward(inputs)[0]
+        return self.with_states(inputs)[0]
 
-    def forward(self, inputs, pool_sum=None, frames_before=None):
+    def with_states(self, inputs, pool_sum=None, frames_before=None):
         """(gated inputs, the new pool sum [B, 1, 1, 1, C])."""
         before = _frames_before(inputs, frames_before)
         space = ops.mean(inputs, axis=(2, 3), keepdims=True)  # [B, T, 1, 1, C]
@@ -211,13 +212,13 @@ class MovinetBlock(layers.Layer):
         self.rezero = self.add_weight((), "zeros", name="rezero")
 
     def call(self, inputs):
-        return self.forward(inputs)[0]
+        return self.with_states(inputs)[0]
 
-    def forward(self, inputs, states=None, frames_before=None):
+    def with_states(self, inputs, states=None, frames_before=None):
         states = states or {}
         x = self.expansion(inputs)
-        x, buffer = self.feature.forward(x, states.get("stream_buffer"))
-        x, pool_sum = self.se.forward(x, states.get("pool_buffer"), frames_before)
+        x, buffer = self.feature.with_states(x, states.get("stream_buffer"))
+        x, pool_sum = self.se.with_states(x, states.get("pool_buffer"), frames_before)
         x = self.projection(x) * self.rezero
         skip = inputs
         if self.skip is not None:
@@ -269,9 +270,9 @@ class MovinetHead(layers.Layer):
         self.project.build(tuple(input_shape))
 
     def call(self, inputs):
-        return self.forward(inputs)[0]
+        return self.with_states(inputs)[0]
 
-    def forward(self, inputs, states=None, frames_before=None):
+    def with_states(self, inputs, states=None, frames_before=None):
         x = self.project(inputs)
         space = ops.mean(x, axis=(2, 3), keepdims=True)
         pool_sum = (states or {}).get("pool_buffer")

@@ -145,9 +145,9 @@ class MovinetConv(layers.Layer):
         )
 
     def call(self, inputs):
-        return self.forward(inputs)[0]
+        return self.with_states(inputs)[0]
 
-    def forward(self, inputs, buffer=None):
+    def with_states(self, inputs, buffer=None):
         """(outputs, the new stream buffer or None): `buffer` [B, kt - 1, h, w, c] holds
         the frames before `inputs` (None: zeros, the start of a video)."""
         act = activation_of(self.activation)

@@ -91,7 +91,7 @@ def stream_step(classifier):
         for layer in backbone:
             prefix = f"state_{layer.name}_"
             if isinstance(layer, MovinetConv):
-                x, buffer = layer.forward(x, states.get(prefix + "stream_buffer"))
+                x, buffer = layer.with_states(x, states.get(prefix + "stream_buffer"))
                 if buffer is not None:
                     new_states[prefix + "stream_buffer"] = buffer
                 continue
@@ -100,7 +100,7 @@ def stream_step(classifier):
                 for key in ("stream_buffer", "pool_buffer")
                 if prefix + key in states
             }
-            x, updated = layer.forward(x, layer_states, frames_before)
+            x, updated = layer.with_states(x, layer_states, frames_before)
             new_states.update({prefix + key: value for key, value in updated.items()})
         logits = output(activation(hidden(x)))
         new_states[FRAME_COUNT] = frames_before + frames.shape[1]
