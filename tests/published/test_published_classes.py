@@ -23,6 +23,7 @@ from actrec.published.class_lists import (
 CLASS_INDEX = TEST_DATA / "ucf101-splits" / "classInd.txt"
 EXPECTED_COUNTS = {
     "kinetics400": 400,
+    "kinetics600": 600,
     "something-something-v2": 174,
     "jester": 27,
     "jester-mmaction2": 27,
