@@ -119,8 +119,9 @@ def train(
     memory_budget,
     remat,
 ):
-    """Train a TSN / TSM model, or a probe on frozen features (train.probe). Run one process per worker (see `actrec launch`, TF_CONFIG or
-    Slurm); only the chief writes the run directory."""
+    """Train a TSN / TSM model, or a probe on frozen features (train.probe). Run one
+    process per worker (see `actrec launch`, TF_CONFIG or Slurm); only the chief writes the
+    run directory."""
     given_settings = overridden_settings(overrides)  # kept over a source's (--init-from)
     if init_from is not None:
         overrides = (*overrides, f"model.weights={run_weights(init_from)}")
