@@ -1,8 +1,8 @@
 """What a cached feature set depends on (CacheKey), each part as a digest or a plain record:
 
-    backbone   sha256 of the feature network's configuration and of every weight (name,
-               shape, dtype, bytes) in order: other weights, another preprocessing or
-               another size compute other features
+    backbone   sha256 of the recipe's model section (but its weights source) and of every
+               weight (shape, dtype, bytes) in order: other weights, another preprocessing
+               or another size compute other features
     view       the clip each row is: modality, frames, sampling, stride, crop, evaluation
                scale, clips x crops per video (actrec.data.input.views.ViewSpec)
     data       per split, sha256 of the preparation's plan digest (dataset, classes,
@@ -33,15 +33,17 @@ def _sha256_of_json(value) -> str:
     return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def network_digest(network) -> str:
-    """sha256 of a keras.Model's configuration and weights (every variable's name, shape,
-    dtype and bytes, in the model's order)."""
+def backbone_digest(network, settings: dict) -> str:
+    """sha256 of what a feature network computes: `settings` (the recipe's model section
+    but its weights source: architecture, backbone, size, preprocessing, ...) and every
+    weight's shape, dtype and bytes, in the network's order. Layer and variable names are
+    left out: Keras numbers them per process."""
     import numpy as np
 
-    digest = hashlib.sha256(json.dumps(network.get_config(), sort_keys=True, default=str).encode())
+    digest = hashlib.sha256(json.dumps(settings, sort_keys=True, default=str).encode())
     for variable in network.weights:
         array = np.ascontiguousarray(np.asarray(variable))
-        digest.update(f"{variable.path}:{array.shape}:{array.dtype}".encode())
+        digest.update(f"{array.shape}:{array.dtype}".encode())
         digest.update(array.tobytes())
     return digest.hexdigest()
 
@@ -108,8 +110,12 @@ class CacheKey:
         }
 
     def differences(self, recorded: dict) -> list[str]:
-        """What a cache file's recorded key says that this key does not ("the prepared
-        data", "the backbone's weights", "the view"), empty when they agree."""
-        named = {"data": "the prepared data", "backbone": "the backbone", "view": "the view"}
+        """How a cache file's recorded key differs from this one ("from other prepared
+        data", "with another backbone", "for another view"), empty when they agree."""
+        named = {
+            "data": "from other prepared data",
+            "backbone": "with another backbone (other weights or network)",
+            "view": "for another view",
+        }
         current = self.to_json()
         return [what for key, what in named.items() if recorded.get(key) != current[key]]

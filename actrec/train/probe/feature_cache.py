@@ -72,7 +72,7 @@ def read_split_features(folder: Path, key: CacheKey) -> CacheLookup:
     changed = key.differences(recorded_key if isinstance(recorded_key, dict) else {})
     if changed:
         return CacheLookup(
-            None, f"{arrays_path} was computed for other {' and '.join(changed)}: recomputing it"
+            None, f"{arrays_path} was computed {' and '.join(changed)}: recomputing it"
         )
     if not arrays_path.is_file():
         return CacheLookup(None, f"{arrays_path} is missing: recomputing it")

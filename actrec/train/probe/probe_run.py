@@ -19,6 +19,7 @@ predicts as any other.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -32,7 +33,7 @@ from actrec.runs.folder import FINAL_WEIGHTS_FILE, save_weights_atomically
 from actrec.runs.record import RunRecordFile
 from actrec.train.life.best import BestWeights
 from actrec.train.life.metrics_log import MetricsLog
-from actrec.train.probe.cache_key import CacheKey, network_digest, split_digest, view_record
+from actrec.train.probe.cache_key import CacheKey, backbone_digest, split_digest, view_record
 from actrec.train.probe.feature_cache import (
     CACHE_DIR,
     SplitFeatures,
@@ -176,7 +177,9 @@ def train_probe(
         for line in load_starting_weights(model, plan.start, recipe, classes):
             progress.message(line)
     network = feature_network(model)
-    backbone, rows = network_digest(network), rows_per_view(model, recipe.data.num_segments)
+    settings = {**dataclasses.asdict(recipe.model), "weights": None}  # the weights: hashed
+    backbone = backbone_digest(network, settings)
+    rows = rows_per_view(model, recipe.data.num_segments)
     spec = probe_view_spec(plan)
     cache_dir = Path(feature_cache) if feature_cache is not None else run_dir / CACHE_DIR
     outcome = ProbeOutcome(kind=recipe.train.probe, views=spec.num_views)
