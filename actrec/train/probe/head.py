@@ -64,8 +64,10 @@ def _standardisation(features: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return mean, np.maximum(features.std(axis=0), STD_FLOOR)
 
 
-class _HeadTraining:
-    """W, b and the optimizer's slots as tf.Variables, and the epoch as one tf.function."""
+class HeadTraining:
+    """W, b and the optimizer's slots as tf.Variables; `epoch` (a whole epoch) and `step`
+    (one mini-batch, for benchmarks/probe_epoch.py's epoch through the backbone), each one
+    tf.function."""
 
     def __init__(self, width: int, num_classes: int, train: TrainConfig):
         self.train = train
@@ -78,6 +80,7 @@ class _HeadTraining:
         ]  # SGD: momentum (the second unused); Adam: m, v of each variable
         self.updates = tf.Variable(0.0)
         self.epoch = tf.function(self._epoch)
+        self.step = tf.function(self._step)
 
     def _gradients(self, rows, labels):
         train = self.train
@@ -109,6 +112,12 @@ class _HeadTraining:
                 step = train.momentum * first - rate * gradient if train.nesterov else first
                 variable.assign_add(step)
 
+    def _step(self, rows, labels, rate):
+        """rows float32 [B, D], labels int32 [B]: one update at `rate`; the loss."""
+        loss, gradients = self._gradients(rows, labels)
+        self._apply(gradients, rate)
+        return loss
+
     def _epoch(self, rows, labels, order, rates, batch):
         """rows float32 [N, D], labels int32 [N], order int32 [N] (a permutation), rates
         float32 [steps]: one epoch of len(rates) steps of `batch` rows; the mean loss."""
@@ -138,7 +147,7 @@ def train_linear_head(
     mean, std = _standardisation(features)
     rows = tf.constant((features - mean) / std)
     label_tensor = tf.constant(labels)
-    training = _HeadTraining(features.shape[1], num_classes, train)
+    training = HeadTraining(features.shape[1], num_classes, train)
     random = np.random.default_rng(seed)
     head = LinearHead(np.zeros([features.shape[1], num_classes], np.float32), np.zeros(num_classes))
     for epoch in range(train.epochs):
