@@ -26,6 +26,7 @@ from pathlib import Path
 import keras
 import numpy as np
 
+from actrec.config.choices import weights_source
 from actrec.data.input.views import ViewSpec
 from actrec.models.factory import build_model
 from actrec.progress import Progress
@@ -46,6 +47,11 @@ from actrec.train.start.starting_point import load_starting_weights
 
 CLASSIFIER_LAYER = "classifier"
 SEGMENT_CONSENSUS_LAYER = "consensus"  # a segment model's mean of its segments' logits
+RANDOM_BACKBONE_WARNING = (
+    "warning: probe: model.weights is none, so the frozen backbone's weights are random and "
+    "its features were never learned; start from a trained or converted model with "
+    "--init-from RUN_OR_EXPORT (docs/fine-tuning.md)"
+)
 FEATURE_BATCH = 16
 """Views per batch of the feature pass."""
 
@@ -176,6 +182,8 @@ def train_probe(
     if plan.start is not None:
         for line in load_starting_weights(model, plan.start, recipe, classes):
             progress.message(line)
+    elif weights_source(recipe.model.weights).kind == "none":
+        progress.message(RANDOM_BACKBONE_WARNING)
     network = feature_network(model)
     settings = {**dataclasses.asdict(recipe.model), "weights": None}  # the weights: hashed
     backbone = backbone_digest(network, settings)
