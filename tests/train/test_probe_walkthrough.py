@@ -43,9 +43,10 @@ def test_the_probe_walkthrough_runs_as_written(cli_runner, tmp_path, monkeypatch
     assert "warning: probe: model.weights is none" in first
     assert "probe: the train features are cached in runs/tiny-probe/feature_cache/" in first
     assert "probe: the train features are reused from runs/tiny-probe/feature_cache/" in second
-    records = [json.loads((tmp_path / run / "run.json").read_text()) for run in (
-        "runs/tiny-probe", "runs/tiny-probe-2"
-    )]
+    records = [
+        json.loads((tmp_path / run / "run.json").read_text())
+        for run in ("runs/tiny-probe", "runs/tiny-probe-2")
+    ]
     assert [record["probe"]["features"] for record in records] == [
         {"train": "computed"},
         {"train": "reused"},
