@@ -26,19 +26,34 @@ from actrec.runs.record import read_run_record
 from actrec.runs.trained import build_trained_model, load_trained_run
 from actrec.train.run import train
 
-PROBE_SETTINGS = [
-    "model.backbone=test_mobilenet_v2",
-    "model.batch_norm_momentum=0.0",
-    "data.crop_size=32",
-    "data.num_segments=2",
+HEAD_SETTINGS = [
     "train.probe=linear",
     "train.optimizer=adam",
     "train.lr=0.01",
     "train.decay=none",
     "train.batch_size=8",
-    "train.epochs=40",
+    "train.epochs=30",
 ]
-"""The tiny network and the probe's head settings (a few hundred array-op steps)."""
+PROBE_SETTINGS = [
+    "model.architecture=videomae",
+    "model.backbone=test_videomae",
+    "model.dropout=0.0",
+    "data.crop_size=32",
+    "data.num_segments=4",
+    "data.sampling=dense",
+    "data.frame_interval=2",
+    *HEAD_SETTINGS,
+]
+"""VideoMAE's test size (2 blocks of width 32, random weights: the features still tell the
+colours apart) and the head's settings (a few hundred array-op steps)."""
+SEGMENT_SETTINGS = [
+    "model.backbone=test_mobilenet_v2",
+    "model.batch_norm_momentum=0.0",
+    "data.crop_size=32",
+    "data.num_segments=2",
+    *HEAD_SETTINGS,
+]
+"""A TSN of the test network: a segment model, whose segments' features are averaged."""
 COLOURS = {"red": (40, 40, 220), "green": (40, 200, 40), "blue": (220, 60, 40), "grey": (128,) * 3}
 """The easy set's classes: each a colour (BGR) under moving noise."""
 
@@ -91,9 +106,11 @@ def _easy_set(root: Path, videos_per_class: int, first_seed: int = 0) -> tuple[P
     return raw, prepared
 
 
-def _probe(prepared: Path, workdir: Path, cache: Path, *extra: str) -> tuple[Path, Lines]:
+def _probe(
+    prepared: Path, workdir: Path, cache: Path, *extra: str, settings=PROBE_SETTINGS
+) -> tuple[Path, Lines]:
     lines = Lines()
-    recipe = apply_overrides(load_recipe("synthetic-rgb"), [*PROBE_SETTINGS, *extra])
+    recipe = apply_overrides(load_recipe("synthetic-rgb"), [*settings, *extra])
     train(recipe, prepared, workdir, progress=lines, feature_cache=cache)
     return workdir, lines
 
@@ -116,9 +133,9 @@ def _first_cache_folder(probed) -> Path:
 
 @pytest.fixture(scope="module")
 def probed(tmp_path_factory):
-    """The easy set (4 colours x 10 videos) and a first probe run, its cache in `cache`."""
+    """The easy set (4 colours x 8 videos) and a first probe run, its cache in `cache`."""
     root = tmp_path_factory.mktemp("probe")
-    raw, prepared = _easy_set(root, videos_per_class=10)
+    raw, prepared = _easy_set(root, videos_per_class=8)
     cache = root / "shared-cache"
     run, lines = _probe(prepared, root / "first", cache)
     return {
@@ -148,13 +165,29 @@ def test_a_probe_beats_chance_and_its_model_is_the_cached_features_head(probed):
     assert probed["lines"].said("probe: the train features are cached in")
     test = evaluate_run(run, resolve_protocol("centre"), split="test")
     assert test.metrics.top1 >= 0.75  # chance: 0.25
-    # The whole model's logits on a view are the head's on that view's cached row.
-    cached = np.load(_first_cache_folder(probed) / "val.npz")
+    _check_the_model_is_the_cached_rows_head(run)
+
+
+def _check_the_model_is_the_cached_rows_head(run: Path) -> None:
+    """The whole model's logits on a view (eval's scores) are the head's on that view's
+    cached row."""
+    cached = np.load(Path(read_run_record(run).probe["cache"]) / "val.npz")
     validation = evaluate_run(run, resolve_protocol("centre"), split="val")
     kernel, bias = _classifier(run)
     head_logits = cached["features"][:, 0] @ kernel + bias  # [V, 1 view, D] -> [V, K]
     order = [list(cached["video_ids"]).index(i) for i in validation.scores.video_ids]
     np.testing.assert_allclose(validation.scores.scores, head_logits[order], atol=2e-5)
+
+
+def test_a_segment_model_probes_on_its_segments_mean_feature(probed):
+    run, _ = _probe(
+        probed["prepared"],
+        probed["root"] / "tsn",
+        probed["root"] / "tsn-cache",
+        settings=SEGMENT_SETTINGS,
+    )
+    assert read_run_record(run).probe["width"] == 64  # the test network's pooled width
+    _check_the_model_is_the_cached_rows_head(run)
 
 
 def test_a_second_run_reuses_the_cache_untouched_and_trains_the_same_head(probed):
@@ -178,7 +211,7 @@ def test_other_backbone_weights_compute_their_own_features(probed):
 
 
 def test_changed_data_recomputes_its_split_and_says_why(probed):
-    _, prepared = _easy_set(probed["root"] / "more", videos_per_class=11, first_seed=7)
+    _, prepared = _easy_set(probed["root"] / "more", videos_per_class=9, first_seed=7)
     cache = probed["root"] / "copied-cache"
     shutil.copytree(probed["cache"], cache)
     run, lines = _probe(prepared, probed["root"] / "more-data", cache)
