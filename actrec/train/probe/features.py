@@ -48,7 +48,8 @@ def compute_split_features(
         return tf.reduce_mean(tf.reshape(rows, [-1, rows_per_view, width]), axis=1)
 
     progress.start(
-        f"features of {split}: {len(videos)} videos x {spec.num_views} views",
+        f"features of {split}: {len(videos)} videos, {spec.num_views} "
+        f"view{'s' * (spec.num_views > 1)} each",
         len(videos) * spec.num_views,
     )
     try:
