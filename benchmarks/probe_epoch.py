@@ -122,8 +122,8 @@ def main() -> None:
     median = {name: statistics.median(times) for name, times in seconds.items()}
     print(
         f"{arguments.recipe} ({recipe.model.backbone}, {recipe.data.num_segments} frames at "
-        f"{recipe.data.crop_size} px), one epoch of {count} clips in {steps} steps of "
-        f"{batch}, median of {arguments.rounds}:"
+        f"{recipe.data.crop_size} px), one epoch of {count} clips in {steps} "
+        f"step{'s' * (steps > 1)} of {batch}, median of {arguments.rounds}:"
     )
     print(f"  from the feature cache: {median['cache'] * 1000:.2f} ms")
     print(f"  through the backbone:   {median['backbone']:.3f} s")

@@ -52,8 +52,8 @@ SIGNATURE_OPS = frozenset(
         # short video's frame indices wrap around, actrec.data.input.sampling)
         "AddV2", "All", "Assert", "AvgPool", "BiasAdd", "Cast", "ConcatV2", "Const", "Conv2D",
         "Conv3D", "DepthwiseConv2dNative", "Einsum", "EnsureShape", "Equal", "Erf", "Fill",
-        "Floor", "FloorDiv", "FloorMod", "GatherV2", "GreaterEqual", "Identity", "IdentityN", "Less",
-        "LogicalAnd", "MatMul", "MaxPool", "Maximum", "Mean", "Minimum", "Mul", "Neg", "NoOp",
+        "Floor", "FloorDiv", "FloorMod", "GatherV2", "GreaterEqual", "Identity", "IdentityN",
+        "Less", "LogicalAnd", "MatMul", "MaxPool", "Maximum", "Mean", "Minimum", "Mul", "Neg", "NoOp",
         "Pack", "Pad", "PartitionedCall", "Placeholder", "Prod", "Range", "Rank",
         "ReadVariableOp", "RealDiv", "Relu", "Relu6", "Reshape", "ResizeBilinear", "ReverseV2",
         "Round", "Rsqrt", "SelectV2", "Shape", "Sigmoid", "Softmax", "Sqrt", "SquaredDifference",
