@@ -105,6 +105,15 @@ def _validate_probe(train: TrainConfig) -> None:
             f"train.probe={train.probe} trains its head on cached features, whose batch "
             "needs no probing: give a number (e.g. 32)",
         )
+    for name in ("mixup", "cutmix"):
+        if getattr(train, name):
+            raise invalid(
+                "train",
+                name,
+                getattr(train, name),
+                f"train.probe={train.probe} trains on cached features of whole clips, which "
+                f"{name} cannot mix: use 0",
+            )
     if train.distill_from is not None:
         raise invalid(
             "train",

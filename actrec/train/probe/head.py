@@ -8,7 +8,8 @@ global batch (train.batch_size, its growth), each step's rate from the recipe's 
 (actrec.train.schedule.learning_rate: coupling, warm-up, step / cosine decay), the
 cross-entropy with train.label_smoothing plus coupled L2 on W (train.weight_decay; the bias
 never decays), then SGD (train.momentum, nesterov) or Adam (Keras's defaults), as the
-recipe's train.optimizer says. Nothing decodes a video, so an epoch of a few hundred clips
+recipe's train.optimizer says; "adamw" decays W apart, w -= rate * weight_decay * w after
+Adam's step (PyTorch's AdamW). Nothing decodes a video, so an epoch of a few hundred clips
 takes milliseconds.
 
 The standardisation is folded into the head at the end (`LinearHead.folded`): W' = W / std,
@@ -92,7 +93,9 @@ class HeadTraining:
                 targets = targets * (1 - train.label_smoothing) + train.label_smoothing / count
             loss = tf.reduce_mean(tf.nn.softmax_cross_entropy_with_logits(targets, logits))
         kernel_gradient, bias_gradient = tape.gradient(loss, [self.kernel, self.bias])
-        return loss, [kernel_gradient + train.weight_decay * self.kernel, bias_gradient]
+        if train.optimizer != "adamw":  # coupled L2; AdamW decays apart (_apply)
+            kernel_gradient += train.weight_decay * self.kernel
+        return loss, [kernel_gradient, bias_gradient]
 
     def _apply(self, gradients, rate) -> None:
         train = self.train
@@ -101,12 +104,14 @@ class HeadTraining:
             zip((self.kernel, self.bias), gradients, strict=True)
         ):
             first, second = self.slots[2 * index], self.slots[2 * index + 1]
-            if train.optimizer == "adam":
+            if train.optimizer in ("adam", "adamw"):
                 beta_1, beta_2 = ADAM_BETAS
                 first.assign(beta_1 * first + (1 - beta_1) * gradient)
                 second.assign(beta_2 * second + (1 - beta_2) * tf.square(gradient))
                 corrected = rate * tf.sqrt(1 - beta_2**self.updates) / (1 - beta_1**self.updates)
                 variable.assign_sub(corrected * first / (tf.sqrt(second) + ADAM_EPSILON))
+                if train.optimizer == "adamw" and variable is self.kernel:  # decoupled
+                    variable.assign_sub(rate * train.weight_decay * variable)
             else:  # Keras's SGD: the rate inside the momentum
                 first.assign(train.momentum * first - rate * gradient)
                 step = train.momentum * first - rate * gradient if train.nesterov else first
