@@ -94,6 +94,16 @@ from actrec.train.memory.recipe_edits import auto_fields
     default=None,
     help="Checkpoint and stop after this many steps (for time-limited jobs).",
 )
+@click.option(
+    "--feature-cache",
+    "feature_cache",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    metavar="DIR",
+    help="With train.probe=linear: the folder the frozen backbone's features are cached in "
+    "(default RUN/feature_cache). Give several runs the same one to compute them once; a "
+    "cache of other weights, views or data is recomputed.",
+)
 @batch_options
 def train(
     recipe_name,
@@ -104,12 +114,14 @@ def train(
     distill_from,
     resume,
     stop_after_steps,
+    feature_cache,
     batch_size,
     memory_budget,
     remat,
 ):
-    """Train a TSN / TSM model. Run one process per worker (see `actrec launch`, TF_CONFIG or
-    Slurm); only the chief writes the run directory."""
+    """Train a TSN / TSM model, or a probe on frozen features (train.probe). Run one
+    process per worker (see `actrec launch`, TF_CONFIG or Slurm); only the chief writes the
+    run directory."""
     given_settings = overridden_settings(overrides)  # kept over a source's (--init-from)
     if init_from is not None:
         overrides = (*overrides, f"model.weights={run_weights(init_from)}")
@@ -140,6 +152,7 @@ def train(
             memory_budget=memory_budget,
             on_batch_decision=print_batch_decision if chief else None,
             given_settings=given_settings,
+            feature_cache=feature_cache,
         )
     except WorkerLostError as error:
         restart = ["actrec", *sys.argv[1:]] + ([] if resume else ["--resume"])

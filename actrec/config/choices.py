@@ -42,6 +42,7 @@ Strategy = Literal["auto", "one-device", "mirrored", "multi-worker"]
 Communication = Literal["auto", "ring", "nccl"]
 DistillFeatures = Literal["clip", "segments", "logits", "maps"]
 ClassBalance = Literal["none", "weights", "sampling"]
+Probe = Literal["none", "linear"]
 
 MODALITIES: tuple[str, ...] = get_args(Modality)
 SAMPLINGS: tuple[str, ...] = get_args(Sampling)
@@ -67,6 +68,7 @@ STRATEGIES: tuple[str, ...] = get_args(Strategy)
 COMMUNICATIONS: tuple[str, ...] = get_args(Communication)
 DISTILL_FEATURES: tuple[str, ...] = get_args(DistillFeatures)
 CLASS_BALANCES: tuple[str, ...] = get_args(ClassBalance)
+PROBES: tuple[str, ...] = get_args(Probe)
 
 NAMED_WEIGHTS = ("imagenet", "none")
 TRAINED_WEIGHTS_PREFIX = "run:"

@@ -32,6 +32,7 @@ from actrec.config.choices import (
     MixedPrecision,
     Modality,
     Optimizer,
+    Probe,
     Sampling,
     ShiftDirection,
     ShiftPlacement,
@@ -255,6 +256,13 @@ class TrainConfig:
     off) rolls every worker back to the last checkpoint and continues past the offending
     batches, with the learning rate x recovery_lr_factor after each recovery; the run stops
     with an error after max_recoveries of them (0: at the first divergence).
+
+    probe (actrec.train.probe): "none" trains the whole network; "linear" trains only its
+        classifier, on the frozen backbone's clip features computed once per clip view
+        (the evaluation clip; probe_clips clips a video) and cached beside the run
+        (RUN/feature_cache, or `actrec train --feature-cache DIR`): epochs, lr and its
+        schedule, batch_size, optimizer, momentum, weight_decay (coupled L2 on the head)
+        and label_smoothing apply to the head; the final weights are the backbone with it.
     """
 
     epochs: int = at_least(80, 1)
@@ -318,6 +326,8 @@ class TrainConfig:
     distill_features: DistillFeatures = "clip"
     distill_layer: str | None = None
     class_balance: ClassBalance = "none"
+    probe: Probe = "none"
+    probe_clips: int = at_least(1, 1)
 
 
 @dataclass(frozen=True)

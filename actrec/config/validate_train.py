@@ -65,6 +65,7 @@ def validate_train(train: TrainConfig) -> None:
             "unmixed ones: set both to 0 to distil, or drop train.distill_from"
         )
     _validate_distill_layer(train)
+    _validate_probe(train)
     if train.distill_from is not None and not str(train.distill_from).strip():
         raise invalid(
             "train",
@@ -88,4 +89,36 @@ def _validate_distill_layer(train: TrainConfig) -> None:
             f"train.distill_layer={train.distill_layer!r} names the layer whose maps "
             f"train.distill_features=maps matches, and distill_features is "
             f"{train.distill_features!r}; set train.distill_features=maps, or drop the layer"
+        )
+
+
+def _validate_probe(train: TrainConfig) -> None:
+    """A probe (actrec.train.probe) trains a head on cached features: its batch is the
+    head's (no memory to probe), and it has no student to distil into."""
+    if train.probe == "none":
+        return
+    if train.batch_size == AUTO or train.max_per_replica_batch == AUTO:
+        raise invalid(
+            "train",
+            "batch_size",
+            AUTO,
+            f"train.probe={train.probe} trains its head on cached features, whose batch "
+            "needs no probing: give a number (e.g. 32)",
+        )
+    for name in ("mixup", "cutmix"):
+        if getattr(train, name):
+            raise invalid(
+                "train",
+                name,
+                getattr(train, name),
+                f"train.probe={train.probe} trains on cached features of whole clips, which "
+                f"{name} cannot mix: use 0",
+            )
+    if train.distill_from is not None:
+        raise invalid(
+            "train",
+            "distill_from",
+            train.distill_from,
+            f"train.probe={train.probe} trains only a head on frozen features: drop "
+            "--distill-from, or set train.probe=none to distil into the whole network",
         )

@@ -52,6 +52,10 @@ ORIGINS = {
     "error": "the error that stopped the run (damaged data, divergence, ...)",
     "prepare_settings": "a converted model's preparation settings (actrec.published.convert)",
     "converted_from": "the converted PyTorch file (actrec.published.convert)",
+    "probe": (
+        "a probe run's head and feature cache: its folder, each split's features computed "
+        "or reused, the views and feature width (actrec.train.probe)"
+    ),
 }
 """What sets each field of RunRecord (run.json's key): where its value was decided."""
 
@@ -82,6 +86,7 @@ class RunRecord:
     error: str | None = None
     prepare_settings: dict | None = None
     converted_from: dict | None = None
+    probe: dict | None = None
     extra: dict = field(default_factory=dict)  # the keys this version does not know
 
     def to_json(self) -> dict:

@@ -36,7 +36,7 @@ from actrec.cluster.strategy import build_strategy, cluster_from_environment
 from actrec.cluster.worker_loss import is_collective_failure, worker_lost_error
 from actrec.data.format.integrity import data_loss_error
 from actrec.data.input.pipeline import batch_finisher
-from actrec.errors import DivergenceError
+from actrec.errors import ConfigError, DivergenceError
 from actrec.progress import NullProgress, Progress
 from actrec.runs.folder import FINAL_WEIGHTS_FILE, save_weights_atomically
 from actrec.runs.record import RunRecordFile
@@ -60,6 +60,7 @@ from actrec.train.memory.budget import prepare_devices_for_probing
 from actrec.train.memory.decision import BatchDecision
 from actrec.train.memory.recipe_edits import auto_fields
 from actrec.train.plan import plan_run
+from actrec.train.probe.probe_run import train_probe
 from actrec.train.start.starting_point import load_starting_weights
 
 __all__ = ["TrainSummary", "train"]
@@ -96,6 +97,7 @@ def train(
     memory_budget: int | None = None,
     on_batch_decision: Callable[[BatchDecision], None] | None = None,
     given_settings: Collection[str] = (),
+    feature_cache: Path | str | None = None,
 ) -> TrainSummary:
     """Train `recipe` on `prepared_dir` into `run_dir` (every worker calls this).
 
@@ -109,6 +111,8 @@ def train(
     given_settings: the recipe settings ("section.key") the command line gave (`--set`): a
     run started from another keeps these, and takes the source's for the other settings
     without weights (actrec.train.start.source_settings); a recipe file's own values do not count.
+    feature_cache: the folder a probe run (train.probe) caches its features in; None:
+    RUN/feature_cache (actrec.train.probe).
     """
     started = time.monotonic()
     progress = progress or NullProgress()
@@ -134,6 +138,12 @@ def train(
     classes, num_classes = data.info.classes, data.info.num_classes
     if plan.decision is not None and on_batch_decision is not None:
         on_batch_decision(plan.decision)
+    if plan.recipe.train.probe != "none" and cluster.num_workers > 1:
+        raise ConfigError(
+            f"train.probe={plan.recipe.train.probe} runs on one worker ({cluster.num_workers} "
+            "were started): its features are computed once and its head trains in seconds; "
+            "run `actrec train` without `actrec launch`, TF_CONFIG or Slurm's tasks"
+        )
 
     # --- the run folder: recipe.yaml and run.json's start (the chief alone writes) ---------
     record_file = (
@@ -147,6 +157,12 @@ def train(
         progress.message(data.teacher.describe())
         if data.teacher.note and not plan.has_run:
             progress.message(data.teacher.note)
+
+    # --- a probe: the head on cached features (actrec.train.probe), nothing below -----------
+    if plan.recipe.train.probe != "none":
+        return _probe_run(
+            plan, cluster, prepared_dir, run_dir, record_file, progress, feature_cache, started
+        )
 
     # --- the model and its state: seeded trainer, divergence guard, checkpoints, inputs ----
     training_recipe = plan.training_recipe
@@ -241,7 +257,35 @@ def train(
             summary.weights_path = save_weights_atomically(
                 trainer.model, run_dir / FINAL_WEIGHTS_FILE
             )
-        finish_run_record(record_file, summary, divergence)
+        finish_run_record(record_file, summary, divergence.recoveries)
+    summary.elapsed_seconds = time.monotonic() - started
+    return summary
+
+
+def _probe_run(
+    plan,
+    cluster,
+    prepared_dir: Path,
+    run_dir: Path,
+    record_file,
+    progress,
+    feature_cache,
+    started: float,
+) -> TrainSummary:
+    """A probe run (train.probe): the head trained on cached features, run.json finished
+    with what the cache did (actrec.train.probe.probe_run)."""
+    outcome = train_probe(plan, prepared_dir, run_dir, record_file, progress, feature_cache)
+    summary = TrainSummary(
+        run_dir=run_dir,
+        epochs_done=outcome.epochs_done,
+        global_step=outcome.global_step,
+        validation=outcome.validation,
+        validation_confusion=outcome.validation_confusion,
+        weights_path=outcome.weights_path,
+    )
+    if record_file is not None:
+        record_file.update(probe=outcome.to_json())
+        finish_run_record(record_file, summary, None)
     summary.elapsed_seconds = time.monotonic() - started
     return summary
 

@@ -49,6 +49,7 @@ EXPECTED_RECIPES = {
     "videomae-b-ucf101-from-kinetics400",
     "videomae-b-hmdb51-from-kinetics400",
     "videomae-folder",
+    "videomae-probe-folder",
 }
 UCF101_SPLIT1_TRAIN_VIDEOS = 9537
 HMDB51_SPLIT1_TRAIN_VIDEOS = 3570

@@ -48,13 +48,14 @@ def variant_ops(backbone: str, crop: int) -> set[str]:
         architectures.append("tsm")
     for architecture in architectures:
         streams = []
-        for modality, new_length in (("rgb", 1), ("flow", 2)):
+        for modality, new_length, sampling in (("rgb", 1, "dense"), ("flow", 2, "tsn")):
             data = DataConfig(
                 modality=modality,
                 num_segments=2,
                 new_length=new_length,
                 crop_size=crop,
                 scale_size=crop + 8,
+                sampling=sampling,  # dense: its indices wrap around (FloorMod)
             )
             model = ModelConfig(architecture=architecture, backbone=backbone, weights="none")
             recipe = _recipe_like(model, data)

@@ -47,12 +47,14 @@ SIGNATURE_OPS = frozenset(
         # variable handles and function calls (PartitionedCall: a call of a function
         # without variables, as StatefulPartitionedCall is of one with); a VideoMAE clip
         # network's (test_videomae, 2026-12-02) added Conv3D (tubelets), Einsum (attention),
-        # Erf (GELU), Neg, Prod, SquaredDifference and StopGradient (layer norm)
+        # Erf (GELU), Neg, Prod, SquaredDifference and StopGradient (layer norm); dense
+        # sampling (data.sampling=dense: TSM's and VideoMAE's clips) added FloorMod (a
+        # short video's frame indices wrap around, actrec.data.input.sampling)
         "AddV2", "All", "Assert", "AvgPool", "BiasAdd", "Cast", "ConcatV2", "Const", "Conv2D",
         "Conv3D", "DepthwiseConv2dNative", "Einsum", "EnsureShape", "Equal", "Erf", "Fill",
-        "Floor", "FloorDiv", "GatherV2", "GreaterEqual", "Identity", "IdentityN", "Less",
-        "LogicalAnd", "MatMul", "MaxPool", "Maximum", "Mean", "Minimum", "Mul", "Neg", "NoOp",
-        "Pack", "Pad", "PartitionedCall", "Placeholder", "Prod", "Range", "Rank",
+        "Floor", "FloorDiv", "FloorMod", "GatherV2", "GreaterEqual", "Identity", "IdentityN",
+        "Less", "LogicalAnd", "MatMul", "MaxPool", "Maximum", "Mean", "Minimum", "Mul", "Neg",
+        "NoOp", "Pack", "Pad", "PartitionedCall", "Placeholder", "Prod", "Range", "Rank",
         "ReadVariableOp", "RealDiv", "Relu", "Relu6", "Reshape", "ResizeBilinear", "ReverseV2",
         "Round", "Rsqrt", "SelectV2", "Shape", "Sigmoid", "Softmax", "Sqrt", "SquaredDifference",
         "Squeeze", "StatefulPartitionedCall", "StopGradient", "StridedSlice", "Sub", "TopKV2",

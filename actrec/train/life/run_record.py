@@ -69,9 +69,9 @@ def worker_change_note(
     )
 
 
-def finish_run_record(record_file: RunRecordFile, summary, divergence) -> None:
-    """run.json's status ("finished", "preempted" or "stopped"), final numbers and the last
-    validation's confusion."""
+def finish_run_record(record_file: RunRecordFile, summary, recoveries: list | None) -> None:
+    """run.json's status ("finished", "preempted" or "stopped"), final numbers, the last
+    validation's confusion and the divergence recoveries."""
     finished = not (summary.preempted or summary.stopped_early)
     confusion = summary.validation_confusion  # the last validation, per class
     record_file.update(
@@ -83,7 +83,7 @@ def finish_run_record(record_file: RunRecordFile, summary, divergence) -> None:
         all_reduces=summary.num_all_reduces,
         epochs_done=summary.epochs_done,
         validation=summary.validation,
-        recoveries=divergence.recoveries,
+        recoveries=recoveries,
     )
 
 
