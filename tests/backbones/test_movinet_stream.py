@@ -140,8 +140,12 @@ from actrec.backbones.movinet.stream import initial_states, stream_step
 
 model = load_segment_model(sys.argv[1])
 clips = np.load(sys.argv[2])
-logits = keras.ops.convert_to_numpy(model(clips))
+logits = model.predict(clips, verbose=0)  # one compiled graph (JAX: jit)
 step, states = stream_step(model), initial_states(model, len(clips))
+if keras.backend.backend() == "jax":  # op by op, JAX compiles every op of every step
+    import jax
+
+    step = jax.jit(step)
 for index in range(clips.shape[1]):
     frame_logits, states = step(clips[:, index : index + 1], states)
 print("BACKEND", keras.backend.backend(), json.dumps([logits.tolist(),
