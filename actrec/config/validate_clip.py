@@ -55,7 +55,8 @@ def validate_clip_model(model: ModelConfig, data: DataConfig, train: TrainConfig
             "model",
             "partial_bn",
             model.partial_bn,
-            f"a {model.architecture} network has no BatchNorm: leave it null",
+            f"partial BN (TSN's frozen BatchNorm after the first) is for segment models; "
+            f"a {model.architecture} network trains its normalisation whole: leave it null",
         )
     if train.distill_from is not None:
         raise invalid(
