@@ -62,8 +62,9 @@ def modules_named_in(path: Path) -> set[str]:
 
 def files_touching_families() -> dict[str, list[str]]:
     """For each family, the files outside actrec/backbones/<family>/ (and its tests,
-    tests/backbones/test_<family>.py or test_<family>_<what>.py) that import one of its
-    modules or spell its folder's path."""
+    tests/backbones/test_<family>.py or test_<family>_<what>.py, and its benchmarks against
+    a reference, benchmarks/<family>_<what>.py) that import one of its modules or spell its
+    folder's path."""
     names = {
         path: modules_named_in(path)
         for folder in SOURCE_FOLDERS
@@ -83,6 +84,8 @@ def files_touching_families() -> dict[str, list[str]]:
 
 
 def _is_the_familys_test(path, family: str) -> bool:
+    if path.parent == REPO_ROOT / "benchmarks":
+        return path.name.startswith(f"{family}_")
     return path.parent == REPO_ROOT / "tests" / "backbones" and (
         path.name == f"test_{family}.py" or path.name.startswith(f"test_{family}_")
     )
