@@ -103,6 +103,29 @@ def test_the_tiny_videomae_trains_and_evaluates(videomae_run):
     assert "test_videomae takes clips whose frames are a multiple of 2; got 5" in refused.output
 
 
+def test_a_run_starts_from_the_videomae_run_at_another_frame_count(
+    videomae_run, tiny_synthetic_prepared, tmp_path
+):
+    """`train --init-from`: every weight but the classifier's is copied by layer (the
+    position table has none, so 2 frames take a 4-frame run's weights); the same classes
+    keep the classifier."""
+    run, _, invoke, _ = videomae_run
+    sets = [part for setting in VIDEOMAE_SETTINGS for part in ("--set", setting)]
+    started = invoke(
+        "train", "--recipe", "synthetic-rgb", "--data", tiny_synthetic_prepared,
+        "--workdir", tmp_path / "run", *sets, "--set", "data.num_segments=2",
+        "--set", "runtime.steps_per_epoch=1", "--init-from", run,
+    )  # fmt: skip
+    assert started.exit_code == 0, started.output
+    said = " ".join(started.output.split())
+    # the patch embedding's 2, 15 a block (2 norms, query / key / value with no key bias,
+    # projection, MLP) x 2, fc_norm's 2
+    assert "loaded 34 backbone weight tensors" in said, said
+    assert "classifier kept (the same classes)" in said
+    record = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert record["initialised_from"]["backbone"] == "test_videomae"
+
+
 def test_the_export_predicts_without_trusting_it_as_tensorflow_loads_it(
     videomae_run, tiny_synthetic_prepared
 ):
