@@ -22,6 +22,7 @@ from actrec.published.convert import (
 from actrec.published.downloads import refuse_video_checkpoint_import
 from actrec.published.imagenet import convert_imagenet_file
 from actrec.published.movinet_convert import convert_movinet_file, is_movinet_file
+from actrec.published.videomae_convert import ARCHITECTURE as VIDEOMAE
 
 
 @click.group()
@@ -91,8 +92,14 @@ def import_command(file: Path, backbone: str | None, expected_sha256: str | None
 )
 @click.option(
     "--architecture",
-    type=click.Choice(SEGMENT_ARCHITECTURES),
-    help="tsn or tsm [default: from the file's keys and name].",
+    type=click.Choice((*SEGMENT_ARCHITECTURES, VIDEOMAE)),
+    help="tsn or tsm, or videomae (a VideoMAE / VideoMAE V2 .pth, .bin or .safetensors file "
+    "or Hugging Face folder) [default: from the file's keys and name].",
+)
+@click.option(
+    "--heads",
+    type=click.IntRange(min=1),
+    help="A VideoMAE of no published size without its config.json: its attention heads.",
 )
 @click.option("--backbone", help="Check the tensors are this backbone [default: from the keys].")
 @click.option("--segments", type=click.IntRange(min=1), help="Segments [default: file name, 8].")
@@ -114,10 +121,12 @@ def convert(
     segments: int | None,
     modality: str | None,
     shift_direction: str | None,
+    heads: int | None,
 ) -> None:
     """Convert a published PyTorch CHECKPOINT (TSM's, mmaction2's TSN / TSM, torchvision's
-    ImageNet ResNet, TSM's MobileNetV2) into a finished actrec run folder that eval, export,
-    predict and `train --init-from` take. The file is read as data only (no code in it runs);
+    ImageNet ResNet, TSM's MobileNetV2) or a VideoMAE (Hugging Face folder, the authors' or
+    V2's .pth) into a finished actrec run folder that eval, export, predict and `train
+    --init-from` take. The file is read as data only (no code in it runs);
     docs/model-zoo.md lists the published files. A TensorFlow Model Garden MoViNet checkpoint
     (ckpt-N.index, or its folder) or TF Hub MoViNet SavedModel folder converts too, its
     variables read as data."""
@@ -132,7 +141,8 @@ def convert(
         import_tensorflow_quietly()
         print_conversion(convert_movinet_file(checkpoint, out, classes))
         return
-    check_conversion_paths(checkpoint, out)  # before TensorFlow: a mistake is answered at once
+    # before TensorFlow: a mistake is answered at once
+    check_conversion_paths(checkpoint, out, architecture)
     import_tensorflow_quietly()
     options = ConversionOptions(
         classes=classes,
@@ -141,6 +151,7 @@ def convert(
         num_segments=segments,
         modality=modality,
         shift_direction=shift_direction,
+        heads=heads,
     )
     conversion = convert_checkpoint(checkpoint, out, options)
     print_conversion(conversion)

@@ -159,6 +159,9 @@ class BackboneFamily:
         `clip_networks` (its size is `model.backbone`); None for a per-frame family.
     clip_builder: the function of the family's build.py that builds a recipe's clip network
         (ClipNetworkSpec's contract: actrec.models.factory calls it).
+    clip_converter: the module of the family's folder that reads a published file's tensors
+        for a recipe (`recognises(state_dict)`, `recipe_conversion(state_dict, path, config,
+        heads) -> ClipConversion`; `actrec pretrained convert` calls it), None: none.
     keras_layers: whether the folder's layers.py registers Keras classes, which a `.keras`
         file names: the loader (actrec.models.keras_file) imports it through the registry.
     """
@@ -171,11 +174,30 @@ class BackboneFamily:
     clip_networks: tuple = ()
     clip_architecture: str | None = None
     clip_builder: str = "recipe_network"
+    clip_converter: str | None = None
     keras_layers: bool = False
 
     def __post_init__(self):
         if self.clip_networks and not self.clip_architecture:
             raise ValueError(f"family {self.name}: its clip networks need a clip_architecture")
+
+
+@dataclass(frozen=True)
+class ClipConversion:
+    """A published clip network's file as a recipe takes it: `backbone` (the registered
+    size it is named by), `network` (model.network: the fields it differs in, FIELD=VALUE),
+    `num_classes` (0: no classifier), `layout` (whose tensor names), the clip it was
+    published for (`num_frames`, `input_size`), and `assign(model)`, which sets a network
+    built from that recipe to the file's weights (WeightsError naming a tensor that does
+    not fit)."""
+
+    backbone: str
+    network: tuple[str, ...]
+    num_classes: int
+    layout: str
+    num_frames: int
+    input_size: int
+    assign: Callable[[Any], None]
 
 
 class ClipNetworkSpec(Protocol):

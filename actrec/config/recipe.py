@@ -144,6 +144,9 @@ class ModelConfig:
         values, gradients and weights.
     drop_path_rate: stochastic depth of a clip network's blocks (rising linearly to this rate
         for the last block; VideoMAE's fine-tuning: 0.1); 0 for segment models.
+    network: a clip network's size with fields set otherwise, as FIELD=VALUE
+        ("layer_norm_epsilon=1e-12", "heads=4": actrec.config.network_settings); what a
+        converted published file differs in from the size model.backbone names; () for none.
     preprocessing: how frames in [0, 255] become the backbone's input (one of
         actrec.backbones.spec.PREPROCESSING_MODES); None: the backbone's own. A converted
         published model records its source's ("tsm", "mmaction2"): flow normalisation differs
@@ -170,6 +173,7 @@ class ModelConfig:
     )
     remat: bool = False
     drop_path_rate: float = checked(0.0, lambda rate: 0 <= rate < 1, "use a rate in [0, 1)")
+    network: tuple[str, ...] = ()
     preprocessing: str | None = checked(
         None,
         lambda mode: mode in PREPROCESSING_MODES,

@@ -11,6 +11,7 @@ from __future__ import annotations
 from actrec.backbones.registry import CLIP_NETWORKS, clip_network_names
 from actrec.config.checks import invalid
 from actrec.config.choices import CLIP_ARCHITECTURES, weights_source
+from actrec.config.network_settings import network_with_settings
 from actrec.config.recipe import DataConfig, ModelConfig, TrainConfig, resolved_input_size
 
 
@@ -33,7 +34,8 @@ def validate_clip_model(model: ModelConfig, data: DataConfig, train: TrainConfig
             f"a {model.architecture} network takes RGB clips: use data.modality=rgb",
         )
     side = resolved_input_size(model, data)
-    problem = CLIP_NETWORKS[model.backbone].input_problem(data.num_segments, side, side)
+    network = network_with_settings(CLIP_NETWORKS[model.backbone], model.network)
+    problem = network.input_problem(data.num_segments, side, side)
     if problem:
         raise invalid(
             "data",
@@ -78,11 +80,15 @@ def validate_segment_model(model: ModelConfig) -> None:
             model.backbone,
             f"it is a clip network, not a per-frame backbone: use model.architecture={family}",
         )
-    if model.drop_path_rate:
-        raise invalid(
-            "model",
-            "drop_path_rate",
-            model.drop_path_rate,
-            f"stochastic depth is a clip network's ({', '.join(CLIP_ARCHITECTURES)}): use 0 "
-            f"with {model.architecture}",
-        )
+    for key, value, none in (
+        ("drop_path_rate", model.drop_path_rate, "0"),
+        ("network", model.network, "[]"),
+    ):
+        if value:
+            raise invalid(
+                "model",
+                key,
+                list(value) if isinstance(value, tuple) else value,
+                f"it is a clip network's setting ({', '.join(CLIP_ARCHITECTURES)}): use "
+                f"{none} with {model.architecture}",
+            )

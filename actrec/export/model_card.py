@@ -156,6 +156,8 @@ def _stream_section(stream: ExportedStream, metadata_entry: dict) -> list[str]:
             f"{converted.get('sha256')}) by `actrec pretrained convert`; not trained by actrec"
             + license_note
         )
+        if converted.get("license"):
+            lines.append(f"- Weights' license: {converted['license']}")
     lines += [
         f"- Data: `{run.data_dir}`"
         + (

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from actrec.backbones.registry import clip_family, clip_network
 from actrec.config.choices import weights_source
+from actrec.config.network_settings import network_with_settings
 from actrec.config.recipe import DataConfig, ModelConfig, resolved_input_size
 from actrec.errors import ConfigError
 
@@ -58,7 +59,7 @@ def build_clip_network(model: ModelConfig, data: DataConfig, num_classes: int) -
     from actrec.models.preprocessing import FramePreprocessing
 
     family = clip_family(model.architecture)
-    spec = clip_network(model.architecture, model.backbone)
+    spec = network_with_settings(clip_network(model.architecture, model.backbone), model.network)
     side = resolved_input_size(model, data)
     problem = spec.input_problem(data.num_segments, side, side)
     if problem:  # e.g. an evaluation protocol's segment count

@@ -203,6 +203,7 @@ def build_segment_model(
     batch_norm_momentum: float | None = None,
     preprocessing: str | None = None,
     drop_path_rate: float = 0.0,
+    network: tuple[str, ...] = (),
 ) -> keras.Model:
     """Returns a TSN or TSM model: frames [B, T, H, W, C] -> segment-averaged logits [B, K].
 
@@ -225,7 +226,8 @@ def build_segment_model(
     batch_norm_momentum: every BatchNorm's momentum; None keeps the backbone's own.
     preprocessing: the input normalisation (actrec.backbones.spec.PREPROCESSING_MODES);
     None: the backbone's own.
-    drop_path_rate: a clip network's stochastic depth; a segment model has none (0).
+    drop_path_rate / network: a clip network's stochastic depth and shape settings; a
+    segment model has neither (0, ()).
 
     The keyword names are actrec.config.ModelConfig's fields (keras-hub style: the recipe's
     model section is the constructor's arguments; actrec.models.factory passes it whole).
@@ -239,9 +241,10 @@ def build_segment_model(
         raise ConfigError(f"num_segments must be at least 1, got {num_segments}")
     if not 0 <= dropout < 1:
         raise ConfigError(f"dropout must be in [0, 1), got {dropout}")
-    if drop_path_rate:
+    if drop_path_rate or network:
         raise ConfigError(
-            f"drop_path_rate={drop_path_rate}: a segment model has no stochastic depth; use 0"
+            f"drop_path_rate={drop_path_rate}, network={list(network)}: a segment model has no "
+            "stochastic depth or clip network settings; use 0 and ()"
         )
     if new_length is None:
         new_length = 1 if modality == "rgb" else DEFAULT_FLOW_LENGTH

@@ -40,6 +40,15 @@ from actrec.published.file_names import (
 from actrec.published.layouts import PublishedNetwork, published_network
 from actrec.published.sources.registry import IMAGENET_CLASSES
 from actrec.published.torch_files import read_torch_checkpoint
+from actrec.published.videomae_convert import (
+    ARCHITECTURE as VIDEOMAE,
+)
+from actrec.published.videomae_convert import (
+    check_videomae_source,
+    family_converter,
+    is_videomae_source,
+    videomae_conversion,
+)
 from actrec.runs.folder import FINAL_WEIGHTS_FILE, RECIPE_FILE
 from actrec.runs.record import RunRecord, write_run_record
 from actrec.runs.trained import without_pretrained_weights
@@ -91,6 +100,7 @@ class ConversionOptions:
     num_segments: int | None = None
     modality: str | None = None
     shift_direction: str | None = None  # "bidirectional" or "online"
+    heads: int | None = None  # a VideoMAE of no published size without its config.json
 
 
 @dataclass(frozen=True)
@@ -217,12 +227,32 @@ def _prepare_settings(dataset: str | None, modality: str) -> dict:
     return settings.to_dict()
 
 
-def check_conversion_paths(checkpoint_path: Path | str, out: Path | str) -> None:
+def check_conversion_paths(
+    checkpoint_path: Path | str, out: Path | str, architecture: str | None = None
+) -> None:
     """The checkpoint is a file (a missing published one is named with where to download
-    it), then `out` can be written (missing parent folders are made once every check has
-    passed); no file is read, so a mistake is answered at once."""
-    check_checkpoint_file(Path(checkpoint_path))
+    it; a VideoMAE may be a Hugging Face folder), then `out` can be written (missing parent
+    folders are made once every check has passed); no file is read, so a mistake is
+    answered at once."""
+    if is_videomae_source(Path(checkpoint_path), architecture):
+        check_videomae_source(Path(checkpoint_path))
+    else:
+        check_checkpoint_file(Path(checkpoint_path))
     _check_output(Path(out))
+
+
+def _videomae_run(source: Path, out: Path, options: ConversionOptions) -> Conversion:
+    """A VideoMAE file or folder converted (actrec.published.videomae_convert)."""
+    if options.architecture not in (None, VIDEOMAE) or options.backbone or options.modality:
+        raise ConfigError(
+            f"{source}: a VideoMAE file; its network, size and modality come from its tensors "
+            "(leave --architecture, --backbone and --modality out)"
+        )
+    recipe, classes, record, assign = videomae_conversion(source, options.classes, options.heads)
+    record["prepare_settings"] = _prepare_settings(None, "rgb")
+    _write_run(out, recipe, classes, record, assign)
+    license_text = record[RECORD_KEY]["license"]
+    return Conversion(out, recipe, classes, record, (f"the weights' license: {license_text}",))
 
 
 def _check_output(out: Path) -> None:
@@ -242,8 +272,12 @@ def convert_checkpoint(
     leave nothing behind."""
     options = options or ConversionOptions()
     source, out = Path(checkpoint_path), Path(out)
-    check_conversion_paths(source, out)
+    check_conversion_paths(source, out, options.architecture)
+    if is_videomae_source(source, options.architecture):
+        return _videomae_run(source, out, options)
     checkpoint = read_torch_checkpoint(source)
+    if family_converter().recognises(checkpoint.state_dict):
+        return _videomae_run(source, out, options)
     network = published_network(checkpoint.state_dict)
     named = settings_from_file_name(source.name)
     if named.non_local:
@@ -275,8 +309,20 @@ def convert_checkpoint(
             "metadata": checkpoint.metadata,
         },
     }
-    _write_run(out, recipe, classes, record, network, source)
+    _write_run(out, recipe, classes, record, _published_weights(network, source))
     return Conversion(out, recipe, classes, record, _notes(network, settings))
+
+
+def _published_weights(network: PublishedNetwork, source: Path):
+    """The function that sets a built model to the checkpoint's weights."""
+
+    def assign(model) -> None:
+        # Keras: reading and checking a checkpoint does not import it.
+        from actrec.published.weights import set_published_weights
+
+        set_published_weights(model, network, str(source))
+
+    return assign
 
 
 def _notes(network: PublishedNetwork, settings: dict) -> tuple[str, ...]:
@@ -295,14 +341,14 @@ def _notes(network: PublishedNetwork, settings: dict) -> tuple[str, ...]:
     return tuple(notes)
 
 
-def _write_run(out: Path, recipe, classes, record, network, source: Path) -> None:
-    """Writes the run folder under a temporary name and renames it to `out` (atomic)."""
+def _write_run(out: Path, recipe, classes, record, assign) -> None:
+    """Builds the recipe's model, sets its weights (`assign(model)`), and writes the run
+    folder under a temporary name renamed to `out` (atomic)."""
     # Keras: reading and checking a checkpoint does not import it.
     from actrec.models.factory import build_model
-    from actrec.published.weights import set_published_weights
 
     model = build_model(without_pretrained_weights(recipe).model, recipe.data, len(classes))
-    set_published_weights(model, network, str(source))
+    assign(model)
     temporary = out.with_name(f".{out.name}.converting")
     created = create_parents(temporary)
     shutil.rmtree(temporary, ignore_errors=True)

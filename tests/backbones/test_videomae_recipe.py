@@ -5,6 +5,7 @@ synthetic set, evaluated, exported and predicted from the export without trustin
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -55,7 +56,7 @@ def test_a_recipe_builds_videomae_by_its_architecture_and_size():
         (["data.modality=flow", "data.new_length=2"], "data.modality='flow' is not valid; a "
          "videomae network takes RGB clips"),
         (["model.architecture=tsn", "model.backbone=test_mobilenet_v2"], "model.drop_path_rate"
-         "=0.1 is not valid; stochastic depth is a clip network's (videomae): use 0 with tsn"),
+         "=0.1 is not valid; it is a clip network's setting (videomae): use 0 with tsn"),
     ],
 )  # fmt: skip
 def test_a_setting_videomae_cannot_take_is_refused_by_name(settings, message):
@@ -102,6 +103,29 @@ def test_the_tiny_videomae_trains_and_evaluates(videomae_run):
     assert "test_videomae takes clips whose frames are a multiple of 2; got 5" in refused.output
 
 
+def test_a_run_starts_from_the_videomae_run_at_another_frame_count(
+    videomae_run, tiny_synthetic_prepared, tmp_path
+):
+    """`train --init-from`: every weight but the classifier's is copied by layer (the
+    position table has none, so 2 frames take a 4-frame run's weights); the same classes
+    keep the classifier."""
+    run, _, invoke, _ = videomae_run
+    sets = [part for setting in VIDEOMAE_SETTINGS for part in ("--set", setting)]
+    started = invoke(
+        "train", "--recipe", "synthetic-rgb", "--data", tiny_synthetic_prepared,
+        "--workdir", tmp_path / "run", *sets, "--set", "data.num_segments=2",
+        "--set", "runtime.steps_per_epoch=1", "--init-from", run,
+    )  # fmt: skip
+    assert started.exit_code == 0, started.output
+    said = " ".join(started.output.split())
+    # the patch embedding's 2, 15 a block (2 norms, query / key / value with no key bias,
+    # projection, MLP) x 2, fc_norm's 2
+    assert "loaded 34 backbone weight tensors" in said, said
+    assert "classifier kept (the same classes)" in said
+    record = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert record["initialised_from"]["backbone"] == "test_videomae"
+
+
 def test_the_export_predicts_without_trusting_it_as_tensorflow_loads_it(
     videomae_run, tiny_synthetic_prepared
 ):
@@ -120,3 +144,48 @@ def test_the_export_predicts_without_trusting_it_as_tensorflow_loads_it(
     timeline = invoke("predict", videos[0], "--model", export, "--timeline", "--window", "0.3")
     assert timeline.exit_code == 0, timeline.output
     assert "0.00" in timeline.output and "probability" in timeline.output
+
+
+@pytest.mark.parametrize(
+    ("options", "tolerance"),
+    [(["--format", "onnx"], 1e-5), (["--format", "tflite", "--quantize", "float16"], 2e-2)],
+    ids=["onnx", "tflite-float16"],
+)
+def test_the_onnx_and_tflite_exports_predict_as_the_savedmodel(
+    videomae_run, tiny_synthetic_prepared, tmp_path, options, tolerance
+):
+    """Each export reloads within its tolerance of the network (float16 weights: a few
+    thousandths), and `predict` runs it, untrusted, to the SavedModel's probabilities."""
+    from actrec.predict.video_files import predict_videos
+
+    run, savedmodel, invoke, _ = videomae_run
+    exported = invoke("export", run, "--out", tmp_path / "export", *options)
+    assert exported.exit_code == 0, exported.output
+    said = " ".join(exported.output.split())
+    marker = "matches within " if "matches within " in said else "outputs by up to "
+    assert float(said.split(marker)[1].split()[0]) <= tolerance, said
+    videos = sorted((tiny_synthetic_prepared.parent / "raw").glob("*/*.avi"))[:2]
+    ours = predict_videos(videos, tmp_path / "export", top_k=3)
+    reference = predict_videos(videos, savedmodel, top_k=3)
+    for got, expected in zip(ours, reference, strict=True):
+        assert got.ok, got.error
+        np.testing.assert_allclose(got.probabilities, expected.probabilities, atol=tolerance)
+
+
+def test_an_int8_export_is_kept_or_refused_by_the_accuracy_gate_with_both_figures(
+    videomae_run, tmp_path
+):
+    """The gate measures the float and the int8 network on the run's test clips and keeps
+    the export only when the drop is within --max-drop (the tiny run's 8 clips: passed)."""
+    run, _, invoke, _ = videomae_run
+    out = tmp_path / "int8"
+    exported = invoke("export", run, "--out", out, "--format", "tflite", "--quantize", "int8")
+    said = " ".join(exported.output.split())
+    gate = re.search(r"top-1 float32 (\d+\.\d)%, int8 (\d+\.\d)%, .* on (\d+) test clips", said)
+    assert gate, said
+    float_top1, int8_top1, clips = float(gate[1]), float(gate[2]), int(gate[3])
+    assert clips == 8 and 0 <= float_top1 <= 100 and 0 <= int8_top1 <= 100
+    passed = "--max-drop 2: passed" in said
+    assert passed == (exported.exit_code == 0) == (float_top1 - int8_top1 <= 2), said
+    if passed:
+        assert (out / "model.tflite").is_file()

@@ -29,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
+from actrec.backbones.spec import ClipConversion
 from actrec.backbones.videomae.spec import VIDEOMAE_SPECS, VideoMAESpec
 from actrec.errors import WeightsError
 
@@ -102,6 +103,52 @@ def source_weights(
             f"({', '.join(left[:4])}{', ...' if len(left) > 4 else ''}); is it another network?"
         )
     return SourceWeights(spec, num_classes, arrays, sources, layout)
+
+
+def recognises(state_dict: dict) -> bool:
+    """Whether a state dict's keys are a VideoMAE's, in either layout."""
+    return _HF_PATCH + "weight" in state_dict or any(
+        _authors_key(key) == "patch_embed.proj.weight" for key in state_dict
+    )
+
+
+SHAPE_FIELDS = (
+    "width", "depth", "heads", "mlp_width", "patch_size", "tubelet_size",
+    "layer_norm_epsilon", "head_norm_epsilon", "query_value_bias", "mean_pooling",
+    "layer_scale",
+)  # fmt: skip
+"""The fields of a size its weights decide (a recipe's model.network may set them)."""
+
+
+def recipe_conversion(
+    state_dict: dict, path, config: dict | None = None, heads: int | None = None
+) -> ClipConversion:
+    """What a recipe needs of a VideoMAE file (the registry's clip_converter contract,
+    actrec.backbones.spec.ClipConversion): the registered size it is (the published size
+    of its width and depth, else the nearest in width), the fields it differs in, its
+    classes, and the function that sets a built network's weights."""
+    weights = source_weights(state_dict, path, config, heads)
+    spec = weights.spec
+    base = next(
+        (s for s in PUBLISHED_SIZES if (s.width, s.depth) == (spec.width, spec.depth)),
+        min(PUBLISHED_SIZES, key=lambda s: abs(s.width - spec.width)),
+    )
+    settings = tuple(
+        f"{name}={getattr(spec, name)}"
+        for name in SHAPE_FIELDS
+        if getattr(spec, name) != getattr(base, name)
+    )
+    frames = int(config.get("num_frames", base.default_num_frames)) if config else None
+    size = int(config.get("image_size", base.default_input_size)) if config else None
+    return ClipConversion(
+        backbone=base.name,
+        network=settings,
+        num_classes=weights.num_classes,
+        layout=weights.layout,
+        num_frames=frames or base.default_num_frames,
+        input_size=size or base.default_input_size,
+        assign=lambda model: assign_weights(model, weights),
+    )
 
 
 def assign_weights(model, weights: SourceWeights) -> None:
@@ -196,16 +243,30 @@ def _authors_key(key: str) -> str:
 
 
 def _spec_from_tensors(state, names, path, config, heads) -> VideoMAESpec:
-    patch = state[names["patch"] + "weight"]  # [D, 3, tubelet, patch, patch]
+    patch_name = names["patch"] + "weight"
+    patch = state[patch_name]  # [D, 3, tubelet, patch, patch]; source_layout checked it is there
+    if len(patch.shape) != 5 or patch.shape[3] != patch.shape[4]:
+        raise WeightsError(
+            f"{path}: tensor {patch_name} has shape {list(patch.shape)}, not a tubelet "
+            "embedding [width, 3, tubelet, patch, patch]; is it an image ViT, not a VideoMAE?"
+        )
     block = re.compile(re.escape(names["block"]).replace(r"\{\}", r"(\d+)"))
     depth = 1 + max((int(m.group(1)) for k in state if (m := block.match(k))), default=-1)
-    width, mlp_width = (
-        int(patch.shape[0]),
-        int(state[names["block"].format(0) + names["mlp_in"] + "weight"].shape[0]) if depth else 0,
-    )
+    mlp_name = names["block"].format(0) + names["mlp_in"] + "weight"
+    if depth and mlp_name not in state:
+        raise WeightsError(f"{path}: tensor {mlp_name} is missing (every VideoMAE block has it)")
+    width = int(patch.shape[0])
+    mlp_width = int(state[mlp_name].shape[0]) if depth else 0
     known = [s for s in PUBLISHED_SIZES if (s.width, s.depth) == (width, depth)]
+    if heads is None and config:
+        if not isinstance(config.get("num_attention_heads"), int):
+            raise WeightsError(
+                f"{path}: its config.json has no whole num_attention_heads (got "
+                f"{config.get('num_attention_heads')!r}); download the model's config.json again"
+            )
+        heads = config["num_attention_heads"]
     if heads is None:
-        heads = int(config["num_attention_heads"]) if config else (known[0].heads if known else 0)
+        heads = known[0].heads if known else 0
     if not heads:
         raise WeightsError(
             f"{path}: {depth} blocks of width {width} is not a published VideoMAE size "
@@ -217,6 +278,11 @@ def _spec_from_tensors(state, names, path, config, heads) -> VideoMAESpec:
         if known
         else VideoMAESpec(f"videomae_{width}x{depth}", width, depth, heads, mlp_width)
     )
+    if width % heads:
+        raise WeightsError(
+            f"{path}: width {width} ({patch_name}) is not a multiple of {heads} attention heads; "
+            "give the file's own number of heads"
+        )
     spec = replace(
         base,
         width=width,

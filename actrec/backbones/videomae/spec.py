@@ -104,6 +104,7 @@ FAMILY = BackboneFamily(
     clip_networks=tuple(VIDEOMAE_SPECS.values()),
     clip_architecture="videomae",
     clip_builder="recipe_network",
+    clip_converter="convert",
     keras_layers=True,
 )
 """The registry's entry: clip networks only (a video in, logits out; built by

@@ -1,18 +1,19 @@
 """The settings a run started from another (model.weights "run:PATH") takes from its source,
 and the differences from the source's training it reports.
 
-Inherited (INHERITED_SETTINGS): the backbone (the loaded weights are its: a recipe written
-for any source, such as finetune-tsm, starts from a converted MobileNetV2 or a Keras ResNet
-alike), and the model settings that hold no weights but shape what the loaded weights
-compute: the temporal shift (fraction, placement, direction; between two
-TSMs only: TSN <-> TSM stays allowed, and a TSN's shift settings mean nothing) and the
-frame preprocessing. Each comes from the source's recipe unless the command line gave it
-(`--set model.shift_fraction=...`); a recipe file's own value does not count, since a
-recipe such as finetune-tsm is written for any source, but an online shift direction: a
-recipe that says online (finetune-tsm-online) is written for streaming, whatever its source.
-A bidirectional source made online is a supported change, reported with a note (not a
-warning): the shift holds no weights, every weight carries over, and fine-tuning recovers
-what the one-way shift costs (docs/benchmarks.md, "Online from a bidirectional TSM").
+Inherited (INHERITED_SETTINGS): the backbone and a clip network's model.network (the loaded
+weights are theirs: a recipe written for any source, such as finetune-tsm, starts from a
+converted MobileNetV2 or a Keras ResNet alike), and the model settings that hold no weights
+but shape what the loaded weights compute: the temporal shift (fraction, placement,
+direction; between two TSMs only: TSN <-> TSM stays allowed, and a TSN's shift settings mean
+nothing) and the frame preprocessing. Each comes from the source's recipe unless the command
+line gave it (`--set model.shift_fraction=...`); a recipe file's own value does not count,
+since a recipe such as finetune-tsm is written for any source, but an online shift
+direction: a recipe that says online (finetune-tsm-online) is written for streaming,
+whatever its source. A bidirectional source made online is a supported change, reported with
+a note (not a warning): the shift holds no weights, every weight carries over, and
+fine-tuning recovers what the one-way shift costs (docs/benchmarks.md, "Online from a
+bidirectional TSM").
 
 Compared (COMPARED_SETTINGS): the clip settings of the source's training a run may change.
 Every one that differs is reported; a warning marks each that changes what the loaded
@@ -39,7 +40,9 @@ from actrec.runs.record import RunRecord
 
 PREPROCESSING_SETTING = "model.preprocessing"
 BACKBONE_SETTING = "model.backbone"
-INHERITED_SETTINGS = (BACKBONE_SETTING, *SHIFT_SETTINGS, PREPROCESSING_SETTING)
+NETWORK_SETTING = "model.network"
+"""A clip network's shape settings: like its backbone, they decide the weights' shapes."""
+INHERITED_SETTINGS = (BACKBONE_SETTING, NETWORK_SETTING, *SHIFT_SETTINGS, PREPROCESSING_SETTING)
 COMPARED_SETTINGS = (
     "data.modality",
     "data.num_segments",
