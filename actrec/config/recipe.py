@@ -230,7 +230,6 @@ class TrainConfig:
     layer_decay: a transformer's layer-wise rate decay d (actrec.train.loop.layer_decay):
         block i of L learns at d ** (L - i) of the rate, the embeddings d ** (L + 1), the
         head 1 (VideoMAE: 0.75, 0.7 on UCF101 / HMDB51); 1 means none.
-
     mixup / cutmix (actrec.train.loop.mixing): the Beta(a, a) parameter of mixup and of
         CutMix (0: off, the default); a step mixes with probability mix_prob, and with both
         on cuts with probability mix_switch_prob (VideoMAE: 0.8, 1.0, 1, 0.5); the targets
