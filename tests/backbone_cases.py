@@ -37,9 +37,10 @@ SUITE_CASES = (
     ("mobilenet_v2", "tsm", "flow"),
     ("test_mobilenet_v2", "tsm", "rgb"),
     ("test_videomae", "videomae", "rgb"),
+    ("test_movinet", "movinet", "rgb"),
 )
 """What the suite runs by default: both architectures and modalities on a Keras-layout and
-a PyTorch-layout network, and a clip network as a recipe builds it, small ones (Keras
+a PyTorch-layout network, and each clip family's test network as a recipe builds it, small ones (Keras
 under JAX builds a network from its config op by op: EfficientNetB0 takes 22 s there, the
 families minutes)."""
 

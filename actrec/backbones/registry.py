@@ -90,12 +90,12 @@ PUBLISHED_LAYOUTS: dict[str, PublishedLayout] = {
 
 
 def keras_layer_modules() -> list:
-    """The family folders' layers.py modules that register Keras classes (FAMILY's
-    keras_layers), imported: this imports Keras."""
+    """The family folders' modules that register Keras classes (FAMILY's keras_layers),
+    imported: this imports Keras."""
     return [
-        importlib.import_module(f"actrec.backbones.{family.name}.layers")
+        importlib.import_module(f"actrec.backbones.{family.name}.{module}")
         for family in FAMILIES.values()
-        if family.keras_layers
+        for module in family.keras_layers
     ]
 
 

@@ -162,8 +162,9 @@ class BackboneFamily:
     clip_converter: the module of the family's folder that reads a published file's tensors
         for a recipe (`recognises(state_dict)`, `recipe_conversion(state_dict, path, config,
         heads) -> ClipConversion`; `actrec pretrained convert` calls it), None: none.
-    keras_layers: whether the folder's layers.py registers Keras classes, which a `.keras`
-        file names: the loader (actrec.models.keras_file) imports it through the registry.
+    keras_layers: the folder's modules that register Keras classes, which a `.keras` file
+        names (e.g. ("layers",)): the loader (actrec.models.keras_file) imports them through
+        the registry.
     """
 
     name: str
@@ -175,7 +176,7 @@ class BackboneFamily:
     clip_architecture: str | None = None
     clip_builder: str = "recipe_network"
     clip_converter: str | None = None
-    keras_layers: bool = False
+    keras_layers: tuple[str, ...] = ()
 
     def __post_init__(self):
         if self.clip_networks and not self.clip_architecture:

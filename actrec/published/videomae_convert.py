@@ -28,7 +28,12 @@ from actrec.config.overrides import with_settings
 from actrec.config.validate import validate_recipe
 from actrec.errors import ConfigError, WeightsError
 from actrec.published.class_lists import CLASS_LISTS, resolve_class_names
-from actrec.published.videomae_files import read_videomae_file
+from actrec.published.videomae_files import (
+    CONFIG_FILE,
+    SAFETENSORS_FILE,
+    TORCH_FILE,
+    read_videomae_file,
+)
 
 ARCHITECTURE = "videomae"
 BASE_RECIPE = "tsm-kinetics400"
@@ -67,11 +72,23 @@ def is_videomae_source(path: Path, architecture: str | None) -> bool:
 
 
 def check_videomae_source(path: Path) -> None:
-    """WeightsError when `path` is neither a file nor a folder."""
+    """WeightsError when `path` is neither a file nor a folder, or a folder without a
+    Hugging Face model's files (by their names: nothing is read, so it is answered before
+    TensorFlow)."""
     if not path.exists():
         raise WeightsError(
             f"{path}: no such file or folder; give a VideoMAE .pth / .bin / .safetensors file "
             "or a Hugging Face model folder (docs/model-zoo.md lists the published ones)"
+        )
+    if path.is_dir() and not (
+        (path / CONFIG_FILE).is_file()
+        and any((path / name).is_file() for name in (SAFETENSORS_FILE, TORCH_FILE))
+    ):
+        raise WeightsError(
+            f"{path}: a folder without a published model: give a Hugging Face VideoMAE folder "
+            f"({CONFIG_FILE} and {SAFETENSORS_FILE} or {TORCH_FILE}), a MoViNet checkpoint "
+            "(ckpt-N.index and its data files) or TF Hub SavedModel folder, or a PyTorch "
+            ".pth file (docs/model-zoo.md lists the published ones)"
         )
 
 

@@ -56,7 +56,8 @@ def test_a_recipe_builds_videomae_by_its_architecture_and_size():
         (["data.modality=flow", "data.new_length=2"], "data.modality='flow' is not valid; a "
          "videomae network takes RGB clips"),
         (["model.architecture=tsn", "model.backbone=test_mobilenet_v2"], "model.drop_path_rate"
-         "=0.1 is not valid; it is a clip network's setting (videomae): use 0 with tsn"),
+         "=0.1 is not valid; it is a clip network's setting (videomae, movinet): use 0 with "
+         "tsn"),
     ],
 )  # fmt: skip
 def test_a_setting_videomae_cannot_take_is_refused_by_name(settings, message):

@@ -285,7 +285,7 @@ FAMILY = BackboneFamily(
     clip_networks=tuple(MOVINET_NETWORKS.values()),
     clip_architecture="movinet",
     clip_builder="recipe_network",
-    keras_layers=True,
+    keras_layers=("layers", "blocks"),
 )
 """The registry's entry: clip networks only (a video in, logits out; built by
 actrec.backbones.movinet.build.recipe_network): a recipe names model.architecture=movinet

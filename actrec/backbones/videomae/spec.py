@@ -105,7 +105,7 @@ FAMILY = BackboneFamily(
     clip_architecture="videomae",
     clip_builder="recipe_network",
     clip_converter="convert",
-    keras_layers=True,
+    keras_layers=("layers",),
 )
 """The registry's entry: clip networks only (a video in, logits out; built by
 actrec.backbones.videomae.build.recipe_network): a recipe names model.architecture=videomae
