@@ -40,9 +40,9 @@ SUITE_CASES = (
     ("test_movinet", "movinet", "rgb"),
 )
 """What the suite runs by default: both architectures and modalities on a Keras-layout and
-a PyTorch-layout network, and each clip family's test network as a recipe builds it, small ones (Keras
-under JAX builds a network from its config op by op: EfficientNetB0 takes 22 s there, the
-families minutes)."""
+a PyTorch-layout network, and each clip family's test network as a recipe builds it, small
+ones (Keras under JAX builds a network from its config op by op: EfficientNetB0 takes 22 s
+there, the families minutes)."""
 
 
 def cases(which: str | None = None) -> list[tuple[str, str, str]]:
