@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
+from pathlib import Path
 
 from actrec.backbones.registry import BACKBONES, SHIFT_BLOCKS, backbone_spec
 from actrec.config.recipe import DataConfig, ModelConfig
@@ -20,7 +21,7 @@ from actrec.data.input.clip_spec import clip_spec
 from actrec.export.serving import build_serving_function, input_signature
 from actrec.export.streaming_export import build_streaming_serving
 from actrec.export.streams import ExportedStream
-from actrec.export.trust.savedmodel_ops import graph_def_ops
+from actrec.export.trust.savedmodel_ops import SAVED_MODEL_FILE, SAVER_OPS, graph_def_ops
 from actrec.models.factory import build_model
 from actrec.models.streaming import streaming_state_shapes
 
@@ -34,11 +35,29 @@ def _recipe_like(model: ModelConfig, data: DataConfig):
     return Recipe(model, data)
 
 
-def traced_ops(function, signature) -> set[str]:
+def traced_ops(function, signature, networks) -> set[str]:
+    """The ops of `function` traced, and of the SavedModel tf.saved_model.save writes of it
+    (as actrec.export.model_writers does): its library also holds the gradient functions of
+    the custom gradients the network uses (Keras's swish / hard-swish: Square, Sum,
+    ZerosLike), which the check reaches; the saver's own functions left out (SAVER_OPS)."""
+    import tempfile
+
     import tensorflow as tf
+    from tensorflow.core.protobuf import saved_model_pb2
 
     concrete = tf.function(function, input_signature=signature, autograph=False)
-    return graph_def_ops(concrete.get_concrete_function().graph.as_graph_def())
+    ops = graph_def_ops(concrete.get_concrete_function().graph.as_graph_def())
+    module = tf.Module()
+    module.networks, module.serve = list(networks), concrete  # their variables tracked
+    with tempfile.TemporaryDirectory() as folder:
+        tf.saved_model.save(module, folder, signatures={"serving_default": module.serve})
+        saved = saved_model_pb2.SavedModel.FromString(
+            (Path(folder) / SAVED_MODEL_FILE).read_bytes()
+        )
+    for meta_graph in saved.meta_graphs:  # its functions (the loader runs no graph node)
+        library = meta_graph.graph_def.library.function
+        ops |= {node.op for function in library for node in function.node_def} - SAVER_OPS
+    return ops
 
 
 def variant_ops(backbone: str, crop: int) -> set[str]:
@@ -63,9 +82,9 @@ def variant_ops(backbone: str, crop: int) -> set[str]:
             stream = ExportedStream(clip_spec(recipe, False), network)
             streams.append(stream)
             serve = build_serving_function([stream], [str(i) for i in range(5)], 5)
-            ops |= traced_ops(serve, input_signature([stream]))
+            ops |= traced_ops(serve, input_signature([stream]), [network])
         serve = build_serving_function(streams, [str(i) for i in range(5)], 5, (1.0, 1.5))
-        ops |= traced_ops(serve, input_signature(streams))
+        ops |= traced_ops(serve, input_signature(streams), [s.model for s in streams])
         if architecture == "tsm":
             model = ModelConfig(
                 architecture="tsm", backbone=backbone, weights="none", shift_direction="online"
@@ -76,7 +95,7 @@ def variant_ops(backbone: str, crop: int) -> set[str]:
             serve, signature = build_streaming_serving(
                 network, spec, streaming_state_shapes(network)
             )
-            ops |= traced_ops(serve, signature)
+            ops |= traced_ops(serve, signature, [network])
     return ops
 
 

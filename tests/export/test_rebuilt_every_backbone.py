@@ -6,14 +6,16 @@ index in the rebuilt network's `model.variables`: a backbone whose variables cam
 another order or shape when built again would be refused, or would predict something else.
 Each case trains a run for one step (batch statistics, so that outputs depend on the clip),
 exports it as `actrec export` does, and predicts a test video both ways. The suite runs a
-Keras-layout TSM (the tiny runs' exports in test_untrusted_savedmodels.py cover the
-PyTorch-layout test network, flow, two streams and the stream);
+Keras-layout TSM and the test MoViNet (the tiny runs' exports in
+test_untrusted_savedmodels.py cover the PyTorch-layout test network, flow, two streams and
+the stream);
 `ACTREC_EVERY_BACKBONE=all python -m pytest -n 0 tests/export/test_rebuilt_every_backbone.py`
 runs every registered backbone in every variant (tests/backbone_cases.py)."""
 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -24,7 +26,10 @@ from tiny_recipe import TINY_RUN_SETTINGS
 from actrec.config.files import load_recipe
 from actrec.config.overrides import apply_overrides
 
-SUITE_CASES = [("mobilenet_v2", "tsm", "rgb")]
+SUITE_CASES = [("mobilenet_v2", "tsm", "rgb"), ("test_movinet", "movinet", "rgb")]
+"""A Keras-layout TSM, and a network with custom gradients (MoViNet's hard-swish), whose
+gradient functions tf.saved_model.save stores: the op check reaches them (EfficientNet's
+and MoViNet's exports were refused by predict until their ops were allowed)."""
 
 
 def rebuild_cases() -> list[tuple[str, str, str]]:
@@ -34,10 +39,41 @@ def rebuild_cases() -> list[tuple[str, str, str]]:
     return SUITE_CASES
 
 
+@pytest.fixture(scope="module")
+def prepared_set(tiny_runs, tmp_path_factory):
+    """side -> (prepared folder, a video of it): the tiny runs' set (frames of 64x48) for a
+    network that takes 48 px or less, else the same kind of set with frames large enough
+    (InceptionV3's 75 px), made once."""
+    from actrec.data.prepare.dataset import prepare_dataset
+    from actrec.data.prepare.encode_video import PrepareSettings
+    from actrec.data.sources import list_videos
+    from actrec.data.synthetic.config import SyntheticConfig
+    from actrec.data.synthetic.dataset import generate_synthetic_dataset
+
+    made = {}
+
+    def prepared(side: int) -> tuple[Path, Path]:
+        if side <= 48:
+            return tiny_runs["prepared"], first_video(tiny_runs)
+        if side not in made:
+            folder = tmp_path_factory.mktemp(f"frames-{side}")
+            config = SyntheticConfig(
+                videos_per_class=3, num_frames=12, width=side + 32, height=side + 8
+            )
+            generate_synthetic_dataset(folder / "raw", config)
+            out = folder / "prepared"
+            settings = PrepareSettings(frame_size="original")
+            prepare_dataset(list_videos("synthetic", folder / "raw"), out, settings, workers=1)
+            made[side] = out, next((folder / "raw").rglob("*.avi"))
+        return made[side]
+
+    return prepared
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(("backbone", "architecture", "modality"), rebuild_cases())
 def test_the_rebuilt_export_predicts_as_tensorflow_loads_it(
-    backbone, architecture, modality, tiny_runs, tmp_path, monkeypatch
+    backbone, architecture, modality, prepared_set, tmp_path, monkeypatch
 ):
     import tensorflow as tf
 
@@ -57,11 +93,11 @@ def test_the_rebuilt_export_predicts_as_tensorflow_loads_it(
     ]
     recipe = apply_overrides(load_recipe(f"synthetic-{modality}"), settings)
     run = tmp_path / "run"
-    train(recipe, tiny_runs["prepared"], run)
+    prepared, video = prepared_set(size)
+    train(recipe, prepared, run)
     export = tmp_path / "export"
     export_runs([run], export)
 
-    video = first_video(tiny_runs)
     trusted = ExportedModel(export, trust_model=True)
     inputs = trusted.video_inputs(video)
     expected = trusted.probabilities(inputs)

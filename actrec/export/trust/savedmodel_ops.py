@@ -49,7 +49,11 @@ SIGNATURE_OPS = frozenset(
         # network's (test_videomae, 2026-12-02) added Conv3D (tubelets), Einsum (attention),
         # Erf (GELU), Neg, Prod, SquaredDifference and StopGradient (layer norm); dense
         # sampling (data.sampling=dense: TSM's and VideoMAE's clips) added FloorMod (a
-        # short video's frame indices wrap around, actrec.data.input.sampling)
+        # short video's frame indices wrap around, actrec.data.input.sampling); the gradient
+        # functions tf.saved_model.save stores for custom gradients (Keras's swish in
+        # EfficientNet(V2), hard-swish in MoViNet) added Square, Sum and ZerosLike: those
+        # exports were refused until then (tests/export/test_rebuilt_every_backbone.py,
+        # ACTREC_EVERY_BACKBONE=families, 2026-12-02)
         "AddV2", "All", "Assert", "AvgPool", "BiasAdd", "Cast", "ConcatV2", "Const", "Conv2D",
         "Conv3D", "DepthwiseConv2dNative", "Einsum", "EnsureShape", "Equal", "Erf", "Fill",
         "Floor", "FloorDiv", "FloorMod", "GatherV2", "GreaterEqual", "Identity", "IdentityN",
@@ -57,8 +61,8 @@ SIGNATURE_OPS = frozenset(
         "NoOp", "Pack", "Pad", "PartitionedCall", "Placeholder", "Prod", "Range", "Rank",
         "ReadVariableOp", "RealDiv", "Relu", "Relu6", "Reshape", "ResizeBilinear", "ReverseV2",
         "Round", "Rsqrt", "SelectV2", "Shape", "Sigmoid", "Softmax", "Sqrt", "SquaredDifference",
-        "Squeeze", "StatefulPartitionedCall", "StopGradient", "StridedSlice", "Sub", "TopKV2",
-        "Transpose", "VarHandleOp",
+        "Square", "Squeeze", "StatefulPartitionedCall", "StopGradient", "StridedSlice", "Sub",
+        "Sum", "TopKV2", "Transpose", "VarHandleOp", "ZerosLike",
     }
 )  # fmt: skip
 
