@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import movinet_reference
 import pytest
 from suite_durations import ModuleDurations, module_of
 
@@ -33,15 +32,6 @@ SYNTHETIC_SET_FIXTURES = frozenset(
 SECOND_GROUP_FIXTURES = frozenset({"synthetic_tsm_online_run"})
 """The training the second synthetic-set group starts with (the first group starts with
 the TSM and flow runs)."""
-
-
-def one_time_builds() -> dict[str, float]:
-    """Module -> the seconds it also spends making what a machine caches after the first run
-    (the MoViNet reference environment, tests/movinet_reference.py), where that is missing:
-    tests/durations.json, measured where it was cached, does not hold them."""
-    if movinet_reference.references_are_cached():
-        return {}
-    return {"tests/backbones/test_movinet_reference.py": movinet_reference.FRESH_BUILD_SECONDS}
 
 
 def synthetic_fixtures(item) -> frozenset:
@@ -85,11 +75,5 @@ def schedule(items: list, durations: ModuleDurations) -> None:
     rest = [item for item in items if item not in chosen]
     for item in rest:
         item.add_marker(pytest.mark.xdist_group(module_group(item)))
-    builds = one_time_builds()
-
-    def seconds(item) -> float:
-        module = module_of(item.nodeid)
-        return durations.of(module) + builds.get(module, 0.0)
-
-    rest.sort(key=lambda item: -seconds(item))
+    rest.sort(key=lambda item: -durations.of(module_of(item.nodeid)))
     items[:] = first + second + rest

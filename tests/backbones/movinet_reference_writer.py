@@ -1,25 +1,34 @@
 """Writes the Model Garden's own MoViNets as references for actrec's conversion: run by the
 reference environment's Python (tf-models-official, TensorFlow and tf_keras; never in
-actrec's process), `python movinet_reference_writer.py OUT`.
+actrec's process) through `python tests/movinet_reference.py`, which makes that
+environment; `python movinet_reference_writer.py ASSET` itself.
 
 For each case (a size, base or stream) it builds tf-models-official's Movinet and
-MovinetClassifier, draws EVERY variable from a seed (the Model Garden starts each ReZero
-scale at 0, which would switch the residual branches off), writes its checkpoint(s) and
-saves, on two fixed clips, the logits, the backbone's endpoints and (streams) the
-frame-by-frame logits of the Model Garden's own stream. OUT/cases.json lists them.
+MovinetClassifier, draws EVERY variable from a seed (tests/movinet_reference_values.py; the Model
+Garden starts each ReZero scale at 0, which would switch the residual branches off), writes
+its checkpoint(s) with the Model Garden's own calls and computes, on two fixed clips, the
+logits, the backbone's endpoints and (streams) the frame-by-frame logits of the Model
+Garden's own stream. The checkpoints (174 MB) are not kept: ASSET (about 1 MB,
+tests/assets/movinet-reference) keeps what the suite needs to write them again, read back
+from each written file (every key's variable name, shape and digest, the object graph,
+checked there against the rule), and the outputs.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import gzip
 import json
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 import tensorflow as tf
+from movinet_reference_values import PIN, drawn_value, tensor_digest, writer_digest
 from official.projects.movinet.modeling import movinet, movinet_model
+from tensorflow.core.protobuf import trackable_object_graph_pb2
 
 NUM_CLASSES = 7
 CLIP_SHAPE = (2, 6, 36, 44, 3)
@@ -40,27 +49,10 @@ CASES = [
     ("a3_stream", "a3", {**STREAM, "use_positional_encoding": True}, ("model",)),
 ]
 ENDPOINTS = ("stem", "block0_layer0", "block2_layer0", "block4_layer0", "head")
-
-
-def drawn_value(variable, rng: np.random.Generator) -> np.ndarray:
-    """A seeded value for every variable, scaled so that activations stay of order one
-    (endpoints of a few units, logits of about one whose two clips differ by 1e-2, so that
-    float32 rounding stays below 1e-5): kernels normal(0, 1.3 / sqrt(fan-in)) (the
-    classifier head's 1 / sqrt(fan-in)), BatchNorm
-    gammas in [0.8, 1.3], variances in [1, 2], means, betas and biases normal(0, 0.1),
-    ReZero and positional scales uniform in [0.5, 1]."""
-    name, shape = variable.name, tuple(variable.shape)
-    if "moving_variance" in name:
-        return rng.uniform(1.0, 2.0, shape)
-    if "gamma" in name:
-        return rng.uniform(0.8, 1.3, shape)
-    if not shape:
-        return rng.uniform(0.5, 1.0, shape)
-    if "beta" in name or "moving_mean" in name or "bias" in name:
-        return rng.normal(0.0, 0.1, shape)
-    fan_in = np.prod(shape[:2]) if "depthwise_kernel" in name else np.prod(shape[:-1])
-    scale = 1.0 if "classifier_head" in name else 1.3
-    return rng.normal(0.0, scale / np.sqrt(fan_in), shape)
+SAMPLED = 4096
+"""An endpoint of more elements keeps this many, at fixed random places (their indices kept
+beside them): every layer's error reaches many of them, and the asset stays small."""
+GRAPH = "_CHECKPOINTABLE_OBJECT_GRAPH"
 
 
 def build(model_id: str, settings: dict, external_states: bool):
@@ -71,7 +63,8 @@ def build(model_id: str, settings: dict, external_states: bool):
     return backbone, model
 
 
-def write_case(out: Path, name: str, model_id: str, settings: dict, files, seed: int) -> dict:
+def write_case(out: Path, name, model_id, settings, files, seed: int, graphs: dict):
+    """(the case's record, its outputs): its files written under out/NAME."""
     folder = out / name
     backbone, model = build(model_id, settings, external_states=settings["causal"])
     clips = np.random.default_rng(100).uniform(0, 1, CLIP_SHAPE).astype(np.float32)
@@ -80,11 +73,11 @@ def write_case(out: Path, name: str, model_id: str, settings: dict, files, seed:
         model({**states, "image": clips})
     else:
         model.build(CLIP_SHAPE)
-    rng = np.random.default_rng(seed)
     if not any("classifier_head" in variable.name for variable in model.weights):
         raise SystemExit("no classifier_head variable: the draw's names do not fit this release")
     for variable in model.weights:
-        variable.assign(drawn_value(variable, rng).astype(variable.dtype.as_numpy_dtype))
+        variable_name = variable.name.removesuffix(":0")
+        variable.assign(drawn_value(seed, variable_name, tuple(variable.shape)))
     outputs = {"clips": clips}
     # One forward pass of the backbone, its classifier head on the pooled endpoint: the
     # Model Garden's Conv3D compiles with XLA on every eager call (a new tf.function each).
@@ -108,8 +101,6 @@ def write_case(out: Path, name: str, model_id: str, settings: dict, files, seed:
     outputs["logits"] = logits.numpy()
     for endpoint in ENDPOINTS:
         outputs[f"endpoint_{endpoint}"] = endpoints[endpoint].numpy()
-    folder.mkdir(parents=True, exist_ok=True)
-    np.savez(folder / "outputs.npz", **outputs)
     written = {}
     if "model" in files:
         written["model"] = tf.train.Checkpoint(model=model).write(str(folder / "model" / "ckpt-1"))
@@ -123,28 +114,85 @@ def write_case(out: Path, name: str, model_id: str, settings: dict, files, seed:
         import tf_keras
 
         tf_keras.models.save_model(model, str(folder / "savedmodel"))
-        written["savedmodel"] = str(folder / "savedmodel")
-    files = {kind: str(Path(path).relative_to(out)) for kind, path in written.items()}
-    case = {"model_id": model_id, "settings": settings, "files": files, "seed": seed}
+        written["savedmodel"] = str(folder / "savedmodel" / "variables" / "variables")
+    case = {"model_id": model_id, "settings": settings, "seed": seed, "files": {}}
+    for kind, prefix in written.items():
+        record = file_record(Path(prefix), seed, f"{name}/{kind}", graphs)
+        case["files"][kind] = {"path": str(Path(prefix).relative_to(out)), **record}
     if settings["causal"]:  # the stream's states for one frame: name -> shape, batch first
         shapes = model.init_states(tf.constant([1, 1, *CLIP_SHAPE[2:]]))
         case["state_shapes"] = {name: list(value.shape) for name, value in shapes.items()}
-    return case
+    return case, outputs
 
 
-def main(out: Path) -> None:
-    out.mkdir(parents=True, exist_ok=True)
-    cases = {}
-    for seed, (name, model_id, settings, files) in enumerate(CASES):
-        started = time.monotonic()
-        cases[name] = write_case(out, name, model_id, settings, files, seed)
-        print(f"{name}: {time.monotonic() - started:.0f} s", flush=True)
+def file_record(prefix: Path, seed: int, label: str, graphs: dict) -> dict:
+    """What the suite needs to write the checkpoint at `prefix` again: key -> [variable
+    name, shape, digest] for every float32 tensor (each checked against the rule),
+    key -> value for the others (save_counter), its object graph into `graphs[label]`."""
+    reader = tf.train.load_checkpoint(str(prefix))
+    graph_bytes = reader.get_tensor(GRAPH)
+    graph = trackable_object_graph_pb2.TrackableObjectGraph()
+    graph.ParseFromString(graph_bytes)
+    names = {
+        attribute.checkpoint_key: attribute.full_name
+        for node in graph.nodes
+        for attribute in node.attributes
+    }
+    graphs[label] = np.frombuffer(graph_bytes, np.uint8)
+    tensors, others = {}, {}
+    for key, dtype in sorted(reader.get_variable_to_dtype_map().items()):
+        if key == GRAPH:
+            continue
+        value = reader.get_tensor(key)
+        if dtype != tf.float32:
+            others[key] = [value.item(), dtype.name]
+            continue
+        digest = tensor_digest(value)
+        if digest != tensor_digest(drawn_value(seed, names[key], value.shape)):
+            raise SystemExit(f"{label}: {key} ({names[key]}) is not the rule's value")
+        tensors[key] = [names[key], list(value.shape), digest]
+    return {"tensors": tensors, "others": others}
+
+
+def sampled_outputs(name: str, outputs: dict) -> dict:
+    """The arrays kept of a case's outputs, under "NAME/...": logits as they are, each
+    endpoint flattened and sampled (with "_at", its indices, and "_shape")."""
+    kept = {}
+    for key, value in outputs.items():
+        if not key.startswith("endpoint_"):
+            kept[f"{name}/{key}"] = value
+            continue
+        flat = value.reshape(-1)
+        at = np.arange(flat.size)
+        if flat.size > SAMPLED:
+            at = np.sort(np.random.default_rng(7).choice(flat.size, SAMPLED, replace=False))
+        kept[f"{name}/{key}"] = flat[at]
+        kept[f"{name}/{key}_at"] = at.astype(np.uint32)
+        kept[f"{name}/{key}_shape"] = np.asarray(value.shape, np.int64)
+    return kept
+
+
+def main(asset: Path) -> None:
+    asset.mkdir(parents=True, exist_ok=True)
+    cases, graphs, kept = {}, {}, {}
+    with tempfile.TemporaryDirectory() as scratch:
+        for seed, (name, model_id, settings, files) in enumerate(CASES):
+            started = time.monotonic()
+            case, outputs = write_case(Path(scratch), name, model_id, settings, files, seed, graphs)
+            cases[name] = case
+            kept["clips"] = outputs.pop("clips")
+            kept.update(sampled_outputs(name, outputs))
+            print(f"{name}: {time.monotonic() - started:.0f} s", flush=True)
     specs = {
         key: [[type(block).__name__, dataclasses.asdict(block)] for block in blocks]
         for key, blocks in movinet.BLOCK_SPECS.items()
     }
-    (out / "block_specs.json").write_text(json.dumps(specs))
-    (out / "cases.json").write_text(json.dumps(cases, indent=1))
+    (asset / "block_specs.json").write_text(json.dumps(specs))
+    np.savez_compressed(asset / "outputs.npz", **kept)
+    np.savez_compressed(asset / "object_graphs.npz", **graphs)
+    manifest = {"writer": writer_digest(), "pin": PIN, "cases": cases}
+    with gzip.open(asset / "cases.json.gz", "wt") as file:
+        json.dump(manifest, file, indent=0)
 
 
 if __name__ == "__main__":

@@ -1,10 +1,11 @@
 """actrec's Keras MoViNet against tf-models-official's own MovinetClassifier: references
 with every variable drawn from a seed (ReZero scales included), written by the Model
-Garden in its own environment (tests/movinet_reference.py) as checkpoints (model/ keys,
-model/ and backbone/ keys, a backbone alone) and a SavedModel, read back by actrec,
-converted and compared on two fixed clips: the logits, the difference between the two
-clips' logits (a random MoViNet's logits barely depend on the clip), the backbone's
-endpoints, and each stream's frame-by-frame logits."""
+Garden in its own environment as checkpoints (model/ keys, model/ and backbone/ keys, a
+backbone alone) and a SavedModel's variables/, kept as tests/assets/movinet-reference and
+written again here with the Model Garden's very values (tests/movinet_reference.py), read
+back by actrec, converted and compared on two fixed clips: the logits, the difference
+between the two clips' logits (a random MoViNet's logits barely depend on the clip), the
+backbone's endpoints, and each stream's frame-by-frame logits."""
 
 from __future__ import annotations
 
@@ -13,7 +14,14 @@ import json
 
 import numpy as np
 import pytest
-from movinet_reference import reference_file, written_references
+from movinet_reference import (
+    ASSET,
+    asset_manifest,
+    reference_file,
+    write_checkpoint,
+    written_references,
+)
+from movinet_reference_values import drawn_value, tensor_digest, writer_digest
 
 from actrec.backbones.movinet.build import endpoint_model, movinet_classifier
 from actrec.backbones.movinet.checkpoint_files import read_movinet_variables
@@ -31,9 +39,31 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def references():
-    """(folder, cases.json) of the Model Garden's references (made once, then cached)."""
-    return written_references()
+def references(tmp_path_factory):
+    """(folder, name -> case) of the Model Garden's references, written again from the
+    asset (a few seconds)."""
+    return written_references(tmp_path_factory.mktemp("movinet-reference"))
+
+
+def test_the_asset_is_the_current_writers():
+    assert asset_manifest()["writer"] == writer_digest(), (
+        "tests/assets/movinet-reference was written by another version of "
+        "tests/backbones/movinet_reference_writer.py or tests/movinet_reference_values.py: "
+        "write it again with `python tests/movinet_reference.py`"
+    )
+
+
+def test_a_tensor_that_is_not_the_model_gardens_is_refused(tmp_path):
+    """The asset's digests are checked: a value drawn again that differs from what the
+    Model Garden wrote stops the suite instead of testing against other weights."""
+    shape = [3, 3, 8]
+    digest = tensor_digest(drawn_value(5, "stem/stem/conv3d/kernel", shape))
+    record = {"tensors": {"key": ["stem/stem/conv3d/kernel", shape, digest]}, "others": {}}
+    write_checkpoint(tmp_path / "right" / "ckpt-1", record, b"", seed=5)
+    assert (tmp_path / "right" / "ckpt-1.index").is_file()
+    with pytest.raises(AssertionError, match="key drawn again is not the Model Garden's"):
+        write_checkpoint(tmp_path / "wrong" / "ckpt-1", record, b"", seed=6)
+    assert not (tmp_path / "wrong").exists()
 
 
 def converted(path, clips: np.ndarray):
@@ -42,9 +72,8 @@ def converted(path, clips: np.ndarray):
     return converted_classifier(path, num_frames=clips.shape[1], image_size=clips.shape[2:4])
 
 
-def test_the_block_tables_are_the_model_gardens(references):
-    folder, _ = references
-    theirs = json.loads((folder / "block_specs.json").read_text())
+def test_the_block_tables_are_the_model_gardens():
+    theirs = json.loads((ASSET / "block_specs.json").read_text())
     for name, spec in MOVINET_SPECS.items():
         blocks = theirs[name.removeprefix("movinet_")]
         stem, *stages, head = (values for _, values in blocks)
@@ -79,9 +108,11 @@ def test_a_model_garden_checkpoint_converts_to_the_same_network(references, name
     )
     assert np.abs(reference[0] - reference[1]).max() > 100 * TOLERANCE  # the clips matter
     endpoints = endpoint_model(network)(clips)
-    for endpoint in ENDPOINTS:
-        theirs = expected[f"endpoint_{endpoint}"]
-        ours = np.asarray(endpoints[endpoint]).reshape(theirs.shape)
+    for endpoint in ENDPOINTS:  # the Model Garden's endpoint, sampled at fixed places
+        theirs, at = expected[f"endpoint_{endpoint}"], expected[f"endpoint_{endpoint}_at"]
+        ours = np.asarray(endpoints[endpoint])
+        assert ours.size == np.prod(expected[f"endpoint_{endpoint}_shape"]), endpoint
+        ours = ours.reshape(-1)[at]
         scale = max(1.0, float(np.abs(theirs).max()))
         np.testing.assert_allclose(ours, theirs, atol=TOLERANCE * scale, rtol=0, err_msg=endpoint)
     if case["settings"]["causal"]:  # the stream, frame by frame: the Model Garden's and ours

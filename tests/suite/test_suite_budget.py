@@ -8,7 +8,6 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-import movinet_reference
 import pytest
 from fixtures.built_once import built_once
 from repo_paths import REPO_ROOT
@@ -99,26 +98,6 @@ def test_a_module_missing_from_the_durations_gets_the_default_between_the_measur
     items = [Item("s", [], "short"), Item("new", [], "new"), Item("l", [], "long")]
     schedule(items, durations)
     assert [item.name for item in items] == ["l", "new", "s"]
-
-
-def test_the_movinet_reference_module_starts_first_where_its_environment_must_be_made(
-    tmp_path, monkeypatch
-):
-    # measured where the environment was cached: 30 s, less than a 100 s module
-    durations = ModuleDurations({"tests/backbones/test_movinet_reference.py": 30.0}, 100.0)
-
-    def scheduled() -> list[str]:
-        items = [Item("other", [], "other"), Item("ref", [], "backbones/test_movinet_reference")]
-        schedule(items, durations)
-        return [item.name for item in items]
-
-    monkeypatch.setenv("ACTREC_MOVINET_REFERENCE_ENV", str(tmp_path / "env"))
-    assert scheduled() == ["ref", "other"]  # nothing cached: 30 s + FRESH_BUILD_SECONDS
-    (tmp_path / "env").mkdir()
-    (tmp_path / "env" / movinet_reference.READY).write_text("ready\n")
-    movinet_reference.references_folder().mkdir()
-    (movinet_reference.references_folder() / "cases.json").write_text("{}\n")
-    assert scheduled() == ["other", "ref"]  # cached: its measured 30 s
 
 
 @dataclass
