@@ -1,7 +1,8 @@
 """A probe on frozen features (train.probe: linear, actrec.train.probe): it trains and beats
 chance on an easy set, its feature cache is reused by a second run (the file untouched,
 the same head), recomputed when the data or the backbone changes, a damaged file is
-recomputed by name, and the probed run evaluates, exports and predicts as one model."""
+recomputed by name, and the probed run evaluates, exports (SavedModel, ONNX, float16
+TFLite) and predicts as one model."""
 
 from __future__ import annotations
 
@@ -254,3 +255,12 @@ def test_the_probed_run_exports_and_predicts_as_it_evaluates(probed, tmp_path):
         np.testing.assert_allclose(
             prediction.probabilities, evaluation.scores.probabilities[row], atol=1e-5
         )
+    # The probed model as ONNX and as a float16 TFLite: the backbone and the probe's head
+    # in one file, predicting (untrusted) what the SavedModel predicts.
+    for model_format, quantize, tolerance in (("onnx", "none", 1e-5), ("tflite", "float16", 2e-2)):
+        out = tmp_path / f"export-{model_format}"
+        export_runs([run], out, model_format=model_format, quantize=quantize)
+        other = predict_videos([files[i] for i in chosen], out, top_k=1)
+        for mine, theirs in zip(other, predictions, strict=True):
+            assert mine.ok, mine.error
+            np.testing.assert_allclose(mine.probabilities, theirs.probabilities, atol=tolerance)
