@@ -17,7 +17,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from test_videomae_reference import (  # noqa: E402
+from videomae_reference import (  # noqa: E402
     authors_state_dict,
     clips,
     reference,
