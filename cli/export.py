@@ -142,7 +142,7 @@ def export(
     )
     kind = "two-stream" if len(summary.modalities) == 2 else summary.modalities[0]
     if streaming:
-        kind = "streaming online TSM"
+        kind = "streaming " + ("MoViNet" if summary.architecture == "movinet" else "online TSM")
     where = (
         "reloaded in a fresh Python process as its model card says"
         if summary.reloaded_in_fresh_process

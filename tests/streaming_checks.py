@@ -51,3 +51,38 @@ def assert_steps_are_the_clip_models_segments(model, run_dir: Path, prepared: Pa
     expected = per_segment_logits(run_dir, frames)  # [T, K]
     steps = np.stack([model.step(frame) for frame in frames])
     np.testing.assert_allclose(steps, expected, atol=1e-4, rtol=0)
+
+
+def clip_model_logits(run_dir: Path, frames: np.ndarray) -> np.ndarray:
+    """The trained clip model's logits [K] on `frames` [T, H, W, 3] (the frames it samples,
+    each cropped as the evaluation crops it)."""
+    import tensorflow as tf
+
+    from actrec.data.input.clips import evaluation_crop
+
+    run = load_trained_run(run_dir)
+    model = build_trained_model(run)
+    crops = evaluation_crop(tf.cast(frames, tf.float32), clip_spec(run.recipe, training=False))
+    return keras.ops.convert_to_numpy(model(crops[None], training=False))[0]
+
+
+def first_test_video_frames(model, run_dir: Path, prepared: Path) -> np.ndarray:
+    """The frames uint8 [T, H, W, 3] the run's clip model samples from the first test video
+    of `prepared`, at the streaming export's frame size and JPEG quality."""
+    run = load_trained_run(run_dir)
+    settings = PrepareSettings(
+        frame_size=model.frame_size, flow="none", jpeg_quality=model.jpeg_quality
+    )
+    videos = [v["path"] for v in read_manifest(prepared)["videos"] if v["split"] == "test"]
+    return sampled_frames(Path(videos[0]), settings, clip_spec(run.recipe, training=False))
+
+
+def assert_last_step_is_the_clip_model(model, run_dir: Path, prepared: Path, atol: float):
+    """A loaded StreamingModel of a causal clip network (a MoViNet stream), fed the frames
+    the run's clip model samples from the first test video, ends on that model's logits
+    (within `atol`); returns every step's logits [T, K]."""
+    frames = first_test_video_frames(model, run_dir, prepared)
+    model.reset()
+    steps = np.stack([model.step(frame) for frame in frames])
+    np.testing.assert_allclose(steps[-1], clip_model_logits(run_dir, frames), atol=atol, rtol=0)
+    return steps

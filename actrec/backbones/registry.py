@@ -99,6 +99,16 @@ def keras_layer_modules() -> list:
     ]
 
 
+def clip_stream_modules() -> list:
+    """The family folders' modules that stream a causal clip network frame by frame
+    (FAMILY's clip_stream), imported: this imports Keras."""
+    return [
+        importlib.import_module(f"actrec.backbones.{family.name}.{family.clip_stream}")
+        for family in FAMILIES.values()
+        if family.clip_stream
+    ]
+
+
 def backbone_names() -> list[str]:
     """Returns the registered backbone names, in registry order."""
     return list(BACKBONES)

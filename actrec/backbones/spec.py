@@ -165,6 +165,9 @@ class BackboneFamily:
     keras_layers: the folder's modules that register Keras classes, which a `.keras` file
         names (e.g. ("layers",)): the loader (actrec.models.keras_file) imports them through
         the registry.
+    clip_stream: the module of the family's folder that runs a causal clip network frame
+        by frame (`is_stream_network(model)`, `stream_state_shapes(model)`,
+        `stream_step(model)`: actrec.models.streaming calls them), None: none streams.
     """
 
     name: str
@@ -177,6 +180,7 @@ class BackboneFamily:
     clip_builder: str = "recipe_network"
     clip_converter: str | None = None
     keras_layers: tuple[str, ...] = ()
+    clip_stream: str | None = None
 
     def __post_init__(self):
         if self.clip_networks and not self.clip_architecture:

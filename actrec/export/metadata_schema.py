@@ -232,6 +232,7 @@ def _check_streaming(metadata: dict) -> None:
             raise _FieldError(f"{where}.output", "an output name")
         _shape(state.get("shape"), f"{where}.shape")
     _integer(streaming.get("num_segments"), "streaming.num_segments")
+    _one_of(streaming.get("logits", "segment"), "streaming.logits", ("segment", "clip"))
     if streaming.get("frames_per_step") is not None:
         _integer(streaming["frames_per_step"], "streaming.frames_per_step")
 

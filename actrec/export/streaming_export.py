@@ -20,6 +20,7 @@ from __future__ import annotations
 import statistics
 from pathlib import Path
 
+from actrec.backbones.registry import clip_family, clip_network
 from actrec.data.format.manifest import read_manifest
 from actrec.errors import ConfigError
 from actrec.export.model_writers import SIGNATURE_NAME
@@ -35,12 +36,32 @@ def state_name(index: int) -> str:
     return f"state_{index:02d}"
 
 
+def _is_stream_network(model) -> bool:
+    """Whether a recipe's model config names a clip network that streams (a causal MoViNet,
+    `movinet_a0_stream`)."""
+    family = clip_family(model.architecture)
+    if family is None or not family.clip_stream:
+        return False
+    return bool(getattr(clip_network(model.architecture, model.backbone), "streams", False))
+
+
 def check_streamable(runs: list) -> None:
-    """ConfigError unless `runs` is one RGB online TSM run."""
+    """ConfigError unless `runs` is one RGB online TSM run or one causal clip network's
+    (MoViNet's `_stream` sizes)."""
     if len(runs) != 1:
-        raise ConfigError("--streaming exports one run (an online TSM); it cannot fuse two")
+        raise ConfigError(
+            "--streaming exports one run (an online TSM or a MoViNet stream); it cannot fuse two"
+        )
     run = runs[0]
     model = run.recipe.model
+    if run.modality == "rgb" and _is_stream_network(model):
+        return
+    if clip_family(model.architecture) is not None:
+        raise ConfigError(
+            f"{run.run_dir} is a {model.architecture} {model.backbone} run, which does not run "
+            "frame by frame: a streaming export runs a causal MoViNet (model.backbone "
+            "movinet_a0_stream ... movinet_a5_stream) or an online TSM"
+        )
     if run.modality != "rgb" or model.architecture != "tsm" or model.shift_direction != "online":
         kind = f"{run.modality} {model.architecture.upper()}"
         if model.architecture == "tsm":
@@ -54,9 +75,12 @@ def check_streamable(runs: list) -> None:
 
 
 def frames_per_step(run) -> int | None:
-    """Source frames between two streamed frames that matches training: the median
+    """Source frames between two streamed frames that matches training: data.frame_interval
+    with dense sampling (consecutive or strided frames: a MoViNet's clip), else the median
     training video's frames over num_segments (TSN sampling spreads the segments over the
     video); None when the prepared data is not there to say."""
+    if run.recipe.data.sampling == "dense":
+        return int(run.recipe.data.frame_interval)
     data_dir = run.data_dir
     if data_dir is None or not Path(data_dir).is_dir():
         return None
@@ -156,10 +180,15 @@ def write_streaming_savedmodel(stream, folder: Path) -> tuple[float, dict]:
 
 
 def streaming_metadata(stream, state_shapes: dict, run) -> dict:
-    """actrec.json's "streaming" entry, "inputs" and "outputs" of a streaming export."""
+    """actrec.json's "streaming" entry, "inputs" and "outputs" of a streaming export.
+    "logits": "segment" (an online TSM: average the last num_segments steps) or "clip" (a
+    causal clip network: each step's logits are already the clip model's on every frame so
+    far)."""
     spec = stream.spec
+    kind = "clip" if _is_stream_network(run.recipe.model) else "segment"
+    key = "shift" if kind == "segment" else "state"
     states = [
-        {"input": state_name(i), "shift": name, "shape": ["N", *shape], "dtype": "float32"}
+        {"input": state_name(i), key: name, "shape": ["N", *shape], "dtype": "float32"}
         for i, (name, shape) in enumerate(state_shapes.items())
     ]
     inputs = {
@@ -172,15 +201,25 @@ def streaming_metadata(stream, state_shapes: dict, run) -> dict:
         }
     }
     for state in states:
+        what = (
+            f"the previous frame's fold of shift {state['shift']}"
+            if kind == "segment"
+            else f"the network's state {state['state']} after the frames before"
+        )
         inputs[state["input"]] = {
             "dtype": "float32",
             "shape": state["shape"],
-            "description": f"the previous frame's fold of shift {state['shift']} (zeros to "
-            "start a stream; feed back the output of the same name)",
+            "description": f"{what} (zeros to start a stream; feed back the output of the "
+            "same name)",
         }
+    logits = (
+        "float32 [N, K]: this frame's logits (the clip model's segment logits; their mean over "
+        "the last num_segments frames is the clip model's)"
+        if kind == "segment"
+        else "float32 [N, K]: the clip model's logits on every frame since the stream started"
+    )
     outputs = {
-        LOGITS: "float32 [N, K]: this frame's logits (the clip model's segment logits; their "
-        "mean over the last num_segments frames is the clip model's)",
+        LOGITS: logits,
         "probabilities": "float32 [N, K]: softmax of this frame's logits",
         **{state["input"]: "float32: the new state, for the next frame" for state in states},
     }
@@ -189,5 +228,6 @@ def streaming_metadata(stream, state_shapes: dict, run) -> dict:
         "states": states,
         "num_segments": spec.num_segments,
         "frames_per_step": frames_per_step(run),
+        "logits": kind,
     }
     return {"streaming": entry, "inputs": inputs, "outputs": outputs}

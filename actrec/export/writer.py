@@ -79,6 +79,8 @@ class ExportSummary:
     seconds: float
     reloaded_in_fresh_process: bool = False
     gate: GateResult | None = None
+    architecture: str = ""
+    """The first run's model.architecture (tsn, tsm, movinet, videomae)."""
 
 
 # --- the folder ------------------------------------------------------------------------------
@@ -239,4 +241,5 @@ def export_runs(
         seconds=time.monotonic() - started,
         reloaded_in_fresh_process=written.fresh_process,
         gate=gate,
+        architecture=runs[0].recipe.model.architecture,
     )

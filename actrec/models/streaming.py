@@ -5,6 +5,11 @@ first frame). Run frame by frame, each shift layer keeps the previous frame's fo
 state variable (Lin et al. 2019, online TSM), so a video is classified as it arrives at
 the cost of one frame per step, and the step outputs equal the per-segment outputs of the
 same model run on the whole clip.
+
+The stateless step (`streaming_state_shapes`, `streaming_step`) is what every streaming
+export serves; a causal clip network of a backbone family (MoViNet's stream sizes: the
+registry's clip_stream) gives its own, whose logits are the clip model's on every frame so
+far instead of one segment's.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from __future__ import annotations
 import keras
 from keras import ops
 
+from actrec.backbones.registry import clip_stream_modules
 from actrec.errors import ConfigError
 from actrec.models.segment_model import segment_backbone
 from actrec.models.temporal_shift import TemporalShift
@@ -130,9 +136,18 @@ class ExchangedTemporalShift(keras.layers.Layer):
         return input_shape
 
 
-def streaming_state_shapes(model: keras.Model) -> dict[str, tuple[int, int, int]]:
-    """The state of each shift of an online TSM, in graph order: shift name -> its
-    previous-frame fold's shape [h, w, fold] (per frame; a batch adds a leading axis)."""
+def _clip_stream(model: keras.Model):
+    """The family module that streams `model` (a causal clip network), or None."""
+    return next((m for m in clip_stream_modules() if m.is_stream_network(model)), None)
+
+
+def streaming_state_shapes(model: keras.Model) -> dict[str, tuple[int, ...]]:
+    """The states of a streaming step, in graph order, name -> shape per stream (a batch adds
+    a leading axis): an online TSM's shifts (shift name -> its previous-frame fold [h, w,
+    fold]), or a causal clip network's own (e.g. MoViNet's buffers and pools)."""
+    stream = _clip_stream(model)
+    if stream is not None:
+        return dict(stream.stream_state_shapes(model))
     shifts = _online_shifts(model)
     shapes = {}
     for layer in shifts:
@@ -158,7 +173,16 @@ def streaming_step(model: keras.Model):
     name -> [B, h, w, fold]) -> (logits [B, K], new states by name) that shares every
     weight of the online TSM `model`; zero states start a video (streaming_state_shapes
     gives their shapes). Step t's logits equal the clip model's segment t logits when the
-    frames are the clip's segments in order."""
+    frames are the clip's segments in order; a causal clip network's, the clip model's
+    logits on frames 0..t."""
+    stream = _clip_stream(model)
+    if stream is not None:
+        clip_step = stream.stream_step(model)
+
+        def frame_step(frames, incoming: dict):
+            return clip_step(ops.expand_dims(frames, 1), dict(incoming))  # [B, 1, H, W, C]
+
+        return frame_step
     _online_shifts(model)
     states = ShiftStates()
     backbone = segment_backbone(model)

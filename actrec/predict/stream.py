@@ -1,5 +1,5 @@
-"""`actrec predict SOURCE --stream`: a streaming export (an online TSM) run frame by frame on a
-video file, a camera or a stream URL, with a running prediction.
+"""`actrec predict SOURCE --stream`: a streaming export (an online TSM or a MoViNet stream)
+run frame by frame on a video file, a camera or a stream URL, with a running prediction.
 
     SOURCE (file: decoded and resampled as `actrec prepare` does; camera index or URL:
             whatever cv2.VideoCapture opens, frames as they come)
@@ -7,7 +7,8 @@ video file, a camera or a stream URL, with a running prediction.
          prepared quality (what the training records hold)
       -> the export's step (frame + shift state -> logits + new state)
       -> the running prediction: softmax of the mean logits of the last `smooth` steps
-         (num_segments steps: the clip model's average consensus)
+         (num_segments steps: the clip model's average consensus; one step for a MoViNet,
+         whose step's logits are the clip model's on every frame so far)
 
 Every frame read comes back with the running prediction at it (streamed_frames), at the
 source's own size, for `predict --stream --annotate`.
@@ -70,8 +71,9 @@ class StreamingModel:
             raise ConfigError(
                 f"{self.model_dir} is a clip export, which --stream cannot run frame by frame: "
                 "train an online TSM (model.shift_direction=online, e.g. the "
-                "synthetic-tsm-online recipe) and export it with `actrec export RUN --out "
-                "FOLDER --streaming`"
+                "synthetic-tsm-online recipe) or a MoViNet stream (model.backbone "
+                "movinet_a0_stream, ...) and export it with `actrec export RUN --out FOLDER "
+                "--streaming`"
             )
         self.classes = tuple(self.metadata["classes"])
         export_format = format_of_export(self.model_dir, self.metadata)
@@ -184,7 +186,8 @@ def streamed_frames(
     """Every frame read from `source` with the running prediction (see the module), from
     zero states: the one code path of files, cameras and URLs. every: feed every n-th
     frame (default: the export's frames_per_step, else 1). smooth: steps averaged
-    (default: the model's num_segments)."""
+    (default: the model's num_segments; 1 where each step's logits are already the clip's,
+    a MoViNet stream's)."""
     import tensorflow as tf
 
     # OpenCV: lazily, `actrec predict`'s argument refusals come before OpenCV
@@ -192,7 +195,8 @@ def streamed_frames(
     from actrec.data.format.video import FrameSize, resize_frame
 
     every = every or model.streaming.get("frames_per_step") or 1
-    smooth = smooth or model.streaming["num_segments"]
+    clip_logits = model.streaming.get("logits") == "clip"
+    smooth = smooth or (1 if clip_logits else model.streaming["num_segments"])
     for name, value in (("--every", every), ("--smooth", smooth)):
         if value < 1:
             raise ConfigError(f"{name} {value} is not valid; give a whole number >= 1")

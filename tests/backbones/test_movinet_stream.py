@@ -14,6 +14,7 @@ import sys
 import keras
 import numpy as np
 import pytest
+from movinet_weights import seeded
 
 from actrec.backbones.movinet.build import movinet_classifier
 from actrec.backbones.movinet.spec import TEST_SPEC, stream_settings
@@ -28,24 +29,6 @@ TOLERANCE = 1e-5
 STREAM = stream_settings("test_movinet")
 POSITIONAL = dataclasses.replace(STREAM, positional_encoding=True)
 """The stream settings with the positional encoding (A3-A5's)."""
-
-
-def seeded(network, seed: int = 0):
-    """Every weight drawn from `seed`: kernels and biases normal, BatchNorm variances in
-    [1, 2], gammas in [0.8, 1.3], ReZero and positional scales in [0.5, 1]."""
-    rng = np.random.default_rng(seed)
-    for weight in network.weights:
-        shape = tuple(weight.shape)
-        if "variance" in weight.path:
-            value = rng.uniform(1.0, 2.0, shape)
-        elif "gamma" in weight.path:
-            value = rng.uniform(0.8, 1.3, shape)
-        elif not shape:
-            value = rng.uniform(0.5, 1.0, shape)
-        else:
-            value = rng.normal(0.0, 1.3 / np.sqrt(max(1, int(np.prod(shape[:-1])))), shape)
-        weight.assign(value.astype("float32"))
-    return network
 
 
 def clips(frames: int = 5, count: int = 2) -> np.ndarray:

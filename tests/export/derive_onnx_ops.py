@@ -15,7 +15,7 @@ from __future__ import annotations
 import sys
 
 import onnx
-from derive_savedmodel_ops import _recipe_like
+from derive_savedmodel_ops import _recipe_like, streaming_clip_networks
 
 from actrec.backbones.registry import BACKBONES, SHIFT_BLOCKS, backbone_spec
 from actrec.config.recipe import DataConfig, ModelConfig
@@ -85,6 +85,21 @@ def variant_ops(backbone: str, crop: int, opsets) -> set[tuple[str, str]]:
     return ops
 
 
+def stream_network_ops(architecture: str, backbone: str, opsets, crop: int = 32):
+    """(domain, op type) of a causal clip network's streaming step (a MoViNet `_stream`
+    size) converted at `opsets`."""
+    model = ModelConfig(architecture=architecture, backbone=backbone, weights="none")
+    data = DataConfig(
+        num_segments=2, crop_size=crop, scale_size=crop + 8, sampling="dense", frame_interval=2
+    )
+    network = build_model(model, data, 5)
+    stream = ExportedStream(clip_spec(_recipe_like(model, data), False), network)
+    function, signature = streaming_function(stream, streaming_state_shapes(network), None)
+    states = {"streaming": {"states": [{"input": s.name} for s in signature[1:]]}}
+    renamed = _with_next_state_names(function, {**states, "outputs": {}})
+    return set().union(*(model_ops(converted(renamed, signature, opset)) for opset in opsets))
+
+
 if __name__ == "__main__":
     arguments = sys.argv[1:]
     opsets = list(OPSETS)
@@ -93,6 +108,10 @@ if __name__ == "__main__":
         opsets = [int(value) for value in arguments[index + 1].split(",")]
         del arguments[index : index + 2]
     every = set(QUANTIZATION_OPS)
+    if not arguments:
+        for architecture, backbone in streaming_clip_networks():
+            every |= stream_network_ops(architecture, backbone, opsets)
+            print(backbone, len(every), sorted(every), file=sys.stderr, flush=True)
     for name in arguments or list(BACKBONES):
         crop = 96 if name == "inception_v3" else 64
         ops = variant_ops(name, crop, opsets)

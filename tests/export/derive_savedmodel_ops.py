@@ -4,7 +4,8 @@ actrec.export.trust.savedmodel_ops.SIGNATURE_OPS; tests/export/test_savedmodel_o
 that the suite's exports need no op outside it.
 
 Each variant's serving function is traced as `actrec export` traces it (clip model: one
-stream of each modality, two streams fused; the online TSM's streaming step), with random
+stream of each modality, two streams fused; the online TSM's streaming step; the streaming
+step of each clip family that streams, as `stream_network_ops`: MoViNet's), with random
 weights at a small input size, and the ops of its graph and every function it calls are
 collected (the variables' reads and the SavedModel's own nodes are the same for all).
 """
@@ -15,7 +16,12 @@ import dataclasses
 import sys
 from pathlib import Path
 
-from actrec.backbones.registry import BACKBONES, SHIFT_BLOCKS, backbone_spec
+from actrec.backbones.registry import (
+    BACKBONES,
+    CLIP_FAMILIES,
+    SHIFT_BLOCKS,
+    backbone_spec,
+)
 from actrec.config.recipe import DataConfig, ModelConfig
 from actrec.data.input.clip_spec import clip_spec
 from actrec.export.serving import build_serving_function, input_signature
@@ -99,9 +105,37 @@ def variant_ops(backbone: str, crop: int) -> set[str]:
     return ops
 
 
+def stream_network_ops(architecture: str, backbone: str, crop: int = 32) -> set[str]:
+    """The ops of a causal clip network's streaming step (a MoViNet `_stream` size)."""
+    model = ModelConfig(architecture=architecture, backbone=backbone, weights="none")
+    data = DataConfig(
+        num_segments=2, crop_size=crop, scale_size=crop + 8, sampling="dense", frame_interval=2
+    )
+    network = build_model(model, data, 5)
+    spec = clip_spec(_recipe_like(model, data), False)
+    serve, signature = build_streaming_serving(network, spec, streaming_state_shapes(network))
+    return traced_ops(serve, signature, [network])
+
+
+def streaming_clip_networks() -> list[tuple[str, str]]:
+    """(architecture, backbone) of every clip network that streams, its family's test size
+    only (the ops do not depend on the size)."""
+    return [
+        (family.clip_architecture, network.name)
+        for family in CLIP_FAMILIES.values()
+        if family.clip_stream
+        for network in family.clip_networks
+        if getattr(network, "streams", False) and network.name.startswith("test_")
+    ]
+
+
 if __name__ == "__main__":
     names = sys.argv[1:] or list(BACKBONES)
     every = set()
+    if not sys.argv[1:]:
+        for architecture, backbone in streaming_clip_networks():
+            every |= stream_network_ops(architecture, backbone)
+            print(backbone, len(every), sorted(every), file=sys.stderr, flush=True)
     for name in names:
         crop = 96 if name == "inception_v3" else 64
         ops = variant_ops(name, crop)

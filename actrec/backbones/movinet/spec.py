@@ -256,6 +256,11 @@ class MovinetNetwork:
     def feature_width(self) -> int:
         return self.size.project_filters
 
+    @property
+    def streams(self) -> bool:
+        """Whether the network runs frame by frame (causal: the `_stream` sizes)."""
+        return self.settings.causal
+
     def input_problem(self, num_frames: int, height: int, width: int) -> str | None:
         """Any clip of a frame or more and 8 pixels or more fits (SAME padding)."""
         if num_frames < 1 or min(height, width) < 8:
@@ -286,6 +291,7 @@ FAMILY = BackboneFamily(
     clip_architecture="movinet",
     clip_builder="recipe_network",
     keras_layers=("layers", "blocks"),
+    clip_stream="stream",
 )
 """The registry's entry: clip networks only (a video in, logits out; built by
 actrec.backbones.movinet.build.recipe_network): a recipe names model.architecture=movinet

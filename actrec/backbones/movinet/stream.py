@@ -37,6 +37,13 @@ def _backbone_layers(classifier) -> list:
     return found
 
 
+def is_stream_network(model) -> bool:
+    """Whether `model` is a causal MoViNet (the registry's clip_stream contract: a network
+    this module streams)."""
+    found = [layer for layer in model.layers if isinstance(layer, (MovinetConv, MovinetBlock))]
+    return bool(found) and bool(getattr(found[0], "causal", False))
+
+
 def stream_state_shapes(classifier) -> dict[str, tuple[int, ...]]:
     """Every state of the causal MoViNet `classifier`, in graph order: name -> its shape
     without the batch axis."""

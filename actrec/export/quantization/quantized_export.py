@@ -110,9 +110,10 @@ def measured_request_gate(request, written, data: Path | None, options) -> GateR
     function, signature, _ = model_function(request, None)
     float_run, quantized_run = float_step_run(function, signature), written.run
     if request.streaming:
-        float_run = clip_run_of_step(float_run, signature)
+        clip_logits = (written.metadata.get("streaming") or {}).get("logits") == "clip"
+        float_run = clip_run_of_step(float_run, signature, clip_logits=clip_logits)
         state_outputs = state_outputs_of(written.metadata)
-        quantized_run = clip_run_of_step(quantized_run, signature, state_outputs)
+        quantized_run = clip_run_of_step(quantized_run, signature, state_outputs, clip_logits)
     return measured_gate(float_run, quantized_run, clips, options.max_drop, options.gate_confidence)
 
 

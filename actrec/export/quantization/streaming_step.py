@@ -5,8 +5,8 @@ Calibration: each calibration clip's T frames (the frames a stream samples, crop
 one by one to the float step from zero states; every (frame, states) the step sees is one
 calibration sample, so the states' ranges are those of a running stream, not of zeros or
 noise. The gate: a clip's top class is that of the step's logits averaged over its T
-frames (what `actrec predict --stream` shows at the clip's end), the float and the
-quantised step alike.
+frames (what `actrec predict --stream` shows at the clip's end; a MoViNet stream's last
+step's logits, already the clip's), the float and the quantised step alike.
 """
 
 from __future__ import annotations
@@ -64,11 +64,18 @@ def stepped_calibration(clips: ClipSet, function, signature) -> ClipSet:
     return ClipSet(inputs, np.full(count, -1), clips.data_dir, clips.split, False)
 
 
-def clip_run_of_step(step: Callable[[dict], dict], signature, state_outputs: dict | None = None):
+def clip_run_of_step(
+    step: Callable[[dict], dict],
+    signature,
+    state_outputs: dict | None = None,
+    clip_logits: bool = False,
+):
     """A clip run of a streaming `step` run: {"frames": float32 [1, T, crop, crop, 3]} ->
     {"logits": [1, K], the step's logits averaged over the T frames fed one by one from
-    zero states}. state_outputs: each state input's output name (ONNX: next_state_00;
-    None: the input's own name, as the in-process step and TFLite name them)."""
+    zero states (clip_logits: the last step's, a MoViNet stream's, whose logits are the
+    clip's on every frame so far)}. state_outputs: each state input's output name (ONNX:
+    next_state_00; None: the input's own name, as the in-process step and TFLite name
+    them)."""
     names = [spec.name for spec in signature if spec.name != FRAME_INPUT]
     state_outputs = state_outputs or {name: name for name in names}
 
@@ -79,7 +86,7 @@ def clip_run_of_step(step: Callable[[dict], dict], signature, state_outputs: dic
             outputs = step({FRAME_INPUT: frame[None], **states})
             logits.append(np.asarray(outputs[LOGITS], np.float32))
             states = {name: np.asarray(outputs[state_outputs[name]]) for name in states}
-        return {LOGITS: np.mean(logits, axis=0)}
+        return {LOGITS: logits[-1] if clip_logits else np.mean(logits, axis=0)}
 
     return run
 

@@ -45,9 +45,11 @@ ONNX_OPS = frozenset(
         # default-domain ops those layers may convert to at other opsets or sizes
         # (BatchNormalization, hard sigmoid and swish, ...), not yet seen; no default-domain
         # operator reads or writes a file. A VideoMAE clip network (test_videomae at opset
-        # 17, 2026-12-02) added Reciprocal and ReduceProd.
+        # 17, 2026-12-02) added Reciprocal and ReduceProd; MoViNet's streaming step
+        # (test_movinet_stream, its cumulative pooling, 2026-12-06) added CumSum.
         "Abs", "Add", "AveragePool", "BatchNormalization", "Cast", "Clip", "Concat",
-        "Constant", "ConstantOfShape", "Conv", "DequantizeLinear", "Div", "Equal", "Erf",
+        "Constant", "ConstantOfShape", "Conv", "CumSum", "DequantizeLinear", "Div", "Equal",
+        "Erf",
         "Exp", "Expand", "Flatten", "Floor", "Gather", "Gemm", "GlobalAveragePool",
         "Greater", "HardSigmoid", "HardSwish", "Identity", "Less", "MatMul", "Max", "MaxPool",
         "Min", "Mul", "Neg", "Not", "Pad", "Pow", "QuantizeLinear", "Range", "Reciprocal",

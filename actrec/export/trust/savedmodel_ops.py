@@ -53,9 +53,12 @@ SIGNATURE_OPS = frozenset(
         # functions tf.saved_model.save stores for custom gradients (Keras's swish in
         # EfficientNet(V2), hard-swish in MoViNet) added Square, Sum and ZerosLike: those
         # exports were refused until then (tests/export/test_rebuilt_every_backbone.py,
-        # ACTREC_EVERY_BACKBONE=families, 2026-12-02)
-        "AddV2", "All", "Assert", "AvgPool", "BiasAdd", "Cast", "ConcatV2", "Const", "Conv2D",
-        "Conv3D", "DepthwiseConv2dNative", "Einsum", "EnsureShape", "Equal", "Erf", "Fill",
+        # ACTREC_EVERY_BACKBONE=families, 2026-12-02); MoViNet's streaming step (its
+        # buffers, cumulative pooling and frame count: the script's streaming clip networks,
+        # 2026-12-06) added BroadcastTo, Cumsum and ExpandDims
+        "AddV2", "All", "Assert", "AvgPool", "BiasAdd", "BroadcastTo", "Cast", "ConcatV2",
+        "Const", "Conv2D", "Conv3D", "Cumsum", "DepthwiseConv2dNative", "Einsum", "EnsureShape",
+        "Equal", "Erf", "ExpandDims", "Fill",
         "Floor", "FloorDiv", "FloorMod", "GatherV2", "GreaterEqual", "Identity", "IdentityN",
         "Less", "LogicalAnd", "MatMul", "MaxPool", "Maximum", "Mean", "Minimum", "Mul", "Neg",
         "NoOp", "Pack", "Pad", "PartitionedCall", "Placeholder", "Prod", "Range", "Rank",
