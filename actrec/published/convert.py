@@ -217,7 +217,9 @@ def _recipe(stem: str, settings: dict, network: PublishedNetwork, source_url: st
     return recipe
 
 
-def _prepare_settings(dataset: str | None, modality: str) -> dict:
+def source_prepare_settings(dataset: str | None, modality: str) -> dict:
+    """How a converted run's videos are prepared (run.json's prepare_settings, which `export`
+    and `predict` follow): the source data set's frame size (256 px by default) and flow."""
     from actrec.data.prepare.encode_video import PrepareSettings  # imports OpenCV
 
     settings = PrepareSettings(
@@ -249,7 +251,7 @@ def _videomae_run(source: Path, out: Path, options: ConversionOptions) -> Conver
             "(leave --architecture, --backbone and --modality out)"
         )
     recipe, classes, record, assign = videomae_conversion(source, options.classes, options.heads)
-    record["prepare_settings"] = _prepare_settings(None, "rgb")
+    record["prepare_settings"] = source_prepare_settings(None, "rgb")
     _write_run(out, recipe, classes, record, assign)
     license_text = record[RECORD_KEY]["license"]
     return Conversion(out, recipe, classes, record, (f"the weights' license: {license_text}",))
@@ -295,7 +297,7 @@ def convert_checkpoint(
         "classes": list(classes),
         "num_classes": len(classes),
         "status": "finished",
-        "prepare_settings": _prepare_settings(dataset, recipe.data.modality),
+        "prepare_settings": source_prepare_settings(dataset, recipe.data.modality),
         RECORD_KEY: {
             "file": str(source.resolve()),
             "file_name": source.name,

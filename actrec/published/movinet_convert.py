@@ -73,7 +73,8 @@ def convert_movinet_file(path: Path | str, out: Path | str, classes: str | None 
     """Converts the MoViNet file at `path` into the run folder `out` (which must not
     exist); returns actrec.published.convert.Conversion. Errors name the file or tensor and
     the fix, and leave nothing behind."""
-    from actrec.published.convert import Conversion  # the PyTorch converter's result
+    # the PyTorch converter's result and its preparation of a source's videos
+    from actrec.published.convert import Conversion, source_prepare_settings
 
     source, out = Path(path), Path(out)
     if out.exists():
@@ -97,6 +98,7 @@ def convert_movinet_file(path: Path | str, out: Path | str, classes: str | None 
         "classes": list(names),
         "num_classes": len(names),
         "status": "finished",
+        "prepare_settings": source_prepare_settings(None, "rgb"),
         RECORD_KEY: {
             "file": str(source.resolve()),
             "file_name": source.name,

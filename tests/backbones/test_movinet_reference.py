@@ -252,6 +252,13 @@ def test_a_converted_stream_is_a_run_with_the_sources_classes_and_license(refere
         and conversion.recipe.model.backbone == "movinet_a0_stream"
     )
     assert (conversion.recipe.data.num_segments, conversion.recipe.data.crop_size) == (50, 172)
+    # how its videos are prepared, so `export` and `predict` need no --data (a converted
+    # MoViNet asked for it until run.json said)
+    assert record["prepare_settings"]["frame_size"] == "256"
+    from actrec.export.checks import export_preparation
+    from actrec.runs.trained import load_trained_run
+
+    assert export_preparation([load_trained_run(tmp_path / "run")], None)["frame_size"] == "256"
     expected = np.load(folder / "a0_stream" / "outputs.npz")
     network = movinet_classifier(
         MOVINET_SPECS["movinet_a0"], 7, stream_settings("movinet_a0"), num_frames=6,
