@@ -49,8 +49,7 @@ ONNX_OPS = frozenset(
         # (test_movinet_stream, its cumulative pooling, 2026-12-06) added CumSum.
         "Abs", "Add", "AveragePool", "BatchNormalization", "Cast", "Clip", "Concat",
         "Constant", "ConstantOfShape", "Conv", "CumSum", "DequantizeLinear", "Div", "Equal",
-        "Erf",
-        "Exp", "Expand", "Flatten", "Floor", "Gather", "Gemm", "GlobalAveragePool",
+        "Erf", "Exp", "Expand", "Flatten", "Floor", "Gather", "Gemm", "GlobalAveragePool",
         "Greater", "HardSigmoid", "HardSwish", "Identity", "Less", "MatMul", "Max", "MaxPool",
         "Min", "Mul", "Neg", "Not", "Pad", "Pow", "QuantizeLinear", "Range", "Reciprocal",
         "ReduceMax", "ReduceMean", "ReduceProd", "ReduceSum", "Relu", "Reshape", "Resize",

@@ -58,8 +58,8 @@ SIGNATURE_OPS = frozenset(
         # 2026-12-06) added BroadcastTo, Cumsum and ExpandDims
         "AddV2", "All", "Assert", "AvgPool", "BiasAdd", "BroadcastTo", "Cast", "ConcatV2",
         "Const", "Conv2D", "Conv3D", "Cumsum", "DepthwiseConv2dNative", "Einsum", "EnsureShape",
-        "Equal", "Erf", "ExpandDims", "Fill",
-        "Floor", "FloorDiv", "FloorMod", "GatherV2", "GreaterEqual", "Identity", "IdentityN",
+        "Equal", "Erf", "ExpandDims", "Fill", "Floor", "FloorDiv", "FloorMod", "GatherV2",
+        "GreaterEqual", "Identity", "IdentityN",
         "Less", "LogicalAnd", "MatMul", "MaxPool", "Maximum", "Mean", "Minimum", "Mul", "Neg",
         "NoOp", "Pack", "Pad", "PartitionedCall", "Placeholder", "Prod", "Range", "Rank",
         "ReadVariableOp", "RealDiv", "Relu", "Relu6", "Reshape", "ResizeBilinear", "ReverseV2",
