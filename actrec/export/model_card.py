@@ -248,6 +248,16 @@ def _trust_section(predicts: bool) -> list[str]:
     ]
 
 
+def _streaming_step_words(metadata: dict) -> str:
+    """What a streaming export's step is, for the card's first line ("" for a clip model)."""
+    streaming = metadata.get("streaming")
+    if not streaming:
+        return ""
+    if streaming.get("logits") == "clip":
+        return " of the MoViNet stream's one-frame step (its logits: the clip's so far)"
+    return " of the online TSM's one-frame streaming step"
+
+
 def quantization_section(metadata: dict) -> list[str]:
     """ "## Quantisation": how the model was quantised and what it cost (the accuracy gate's
     figures, actrec.export.quantization.accuracy_gate); nothing for a float32 model."""
@@ -311,7 +321,7 @@ def model_card(name: str, streams: Sequence[ExportedStream], metadata: dict) -> 
             if metadata.get("quantize", "none") != "none"
             else ""
         )
-        + (" of the online TSM's one-frame streaming step" if metadata.get("streaming") else "")
+        + _streaming_step_words(metadata)
         + f"; {metadata['modality']} action recognition over {len(metadata['classes'])} "
         f"classes (listed in `{CLASSES_FILE}`).",
         "",

@@ -70,6 +70,7 @@ def test_each_format_streams_the_clip_model_frame_by_frame(
     streaming = json.loads((out / "actrec.json").read_text())["streaming"]
     assert streaming["logits"] == "clip" and streaming["frames_per_step"] == 2
     assert streaming["states"][-1]["state"] == "state_frame_count"
+    assert "of the MoViNet stream's one-frame step" in (out / "MODEL_CARD.md").read_text()
     steps = assert_last_step_is_the_clip_model(
         StreamingModel(out), movinet_run, tiny_synthetic_prepared, atol
     )
