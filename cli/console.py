@@ -16,6 +16,8 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from actrec.train.threads import use_threads_per_op
+
 PIPED_WIDTH = 1000
 """Columns of output that is not a terminal (a pipe, a file, a test's capture): wide enough
 that no table is cut or wrapped to fit, so `actrec recipes | cat` and `> file` keep every
@@ -124,8 +126,11 @@ class RichProgress:
             self._progress = None
 
 
-def import_tensorflow_quietly(start_runtime: bool = True) -> None:
-    """Import TensorFlow (and start its runtime) with file descriptor 2 silenced.
+def import_tensorflow_quietly(
+    start_runtime: bool = True, threads_per_op: int | None = None
+) -> None:
+    """Import TensorFlow (and start its runtime, with `threads_per_op` threads an op: a
+    recipe's runtime.threads_per_op) with file descriptor 2 silenced.
 
     TensorFlow 2.21 writes C++ start-up lines (oneDNN, CUDA probing) to stderr before its
     logging is configured, so TF_CPP_MIN_LOG_LEVEL cannot hide them. A Python error is
@@ -143,6 +148,7 @@ def import_tensorflow_quietly(start_runtime: bool = True) -> None:
 
         tf.config.list_physical_devices()
         if start_runtime:
+            use_threads_per_op(threads_per_op)  # before the runtime starts: it keeps them
             tf.constant(0) + 0  # the first op starts the runtime, which prints more lines
     finally:
         os.dup2(saved_stderr, 2)

@@ -8,7 +8,7 @@ import click
 from actrec_cli.console import console, import_tensorflow_quietly, progress_for
 from actrec_cli.quickstart_report import summary_tables
 
-from actrec.quickstart.stages import run_quickstart
+from actrec.quickstart.stages import quickstart_threads_per_op, run_quickstart
 
 # actrec.quickstart.SIZES (not imported here: it loads OpenCV, and `actrec --help` must not).
 SIZE_NAMES = ("full", "small")
@@ -33,7 +33,7 @@ def quickstart(workdir, size):
     """Generate the synthetic set, prepare it with optical flow, train an RGB TSN, a flow TSN
     and an RGB TSM distilled from it, evaluate them and the TSM + flow fusion, export that
     two-stream SavedModel and predict a new video."""
-    import_tensorflow_quietly()
+    import_tensorflow_quietly(threads_per_op=quickstart_threads_per_op())
 
     console().print(f"actrec quickstart in {workdir} ({size})", soft_wrap=True)
     result = run_quickstart(workdir, size, progress_for(None))

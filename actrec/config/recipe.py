@@ -346,6 +346,11 @@ class RuntimeConfig:
     peer_timeout: seconds a multi-worker run's peer may stop sending heartbeats before the
         others stop with the restart status (TensorFlow's coordination-service heartbeat
         timeout); None = TensorFlow's default, 10 s.
+    threads_per_op: how many threads TensorFlow splits one CPU op over (its intra-op
+        parallelism), set when the process's first training starts TensorFlow's runtime (a
+        later training in the same process keeps it); None = TensorFlow's default, one a
+        core. A small network's ops are too small to split: 1 steps the quickstart's flow
+        TSN 1.28x faster on 2 cores (`python benchmarks/cpu_step.py`).
     """
 
     seed: int = at_least(0, 0)
@@ -358,6 +363,7 @@ class RuntimeConfig:
     log_every_steps: int = at_least(10, 1)
     steps_per_epoch: int | None = at_least(None, 1, optional=True)
     peer_timeout: float | None = at_least(None, 1, optional=True)
+    threads_per_op: int | None = at_least(None, 1, optional=True)
 
 
 @dataclass(frozen=True)

@@ -160,6 +160,12 @@ def _trained(recipe_name: str, overrides, prepared: Path, run_dir: Path, progres
     return run_dir
 
 
+def quickstart_threads_per_op() -> int | None:
+    """The runtime.threads_per_op the quickstart's recipes set (None unless they agree)."""
+    values = {load_recipe(name).runtime.threads_per_op for name in STREAMS.values()}
+    return values.pop() if len(values) == 1 else None
+
+
 def _new_video(folder: Path, synthetic: SyntheticConfig) -> tuple[Path, str]:
     """A synthetic video of a class drawn with PREDICT_SEED: (path, its class)."""
     # inside: both load OpenCV, and the CLI imports this module before its checks
@@ -187,8 +193,11 @@ def run_quickstart(
     from actrec.data.prepare.dataset import prepare_dataset
     from actrec.data.prepare.encode_video import PrepareSettings
     from actrec.data.synthetic.dataset import generate_synthetic_dataset
+    from actrec.train.threads import use_threads_per_op
 
     settings = _check_size(size)
+    # before generating and preparing, which start TensorFlow's runtime: it keeps its threads
+    use_threads_per_op(quickstart_threads_per_op())
     progress = progress or NullProgress()
     workdir = Path(workdir)
     result = QuickstartResult(workdir, expected_fused_accuracy=settings.expected_fused_accuracy)

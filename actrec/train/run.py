@@ -62,6 +62,7 @@ from actrec.train.memory.recipe_edits import auto_fields
 from actrec.train.plan import plan_run
 from actrec.train.probe.probe_run import train_probe
 from actrec.train.start.starting_point import load_starting_weights
+from actrec.train.threads import use_threads_per_op
 
 __all__ = ["TrainSummary", "train"]
 
@@ -292,10 +293,12 @@ def _probe_run(
 
 def _started_strategy(recipe, environ):
     """The run's tf.distribute strategy, created before any TensorFlow op (GPU memory growth
-    first when the batch is probed, so that the probes can use the GPU)."""
+    first when the batch is probed, so that the probes can use the GPU; the recipe's
+    threads per op)."""
     if auto_fields(recipe):
         prepare_devices_for_probing()  # before the strategy starts TensorFlow's runtime
     runtime = recipe.runtime
+    use_threads_per_op(runtime.threads_per_op)  # the runtime keeps its own once started
     return build_strategy(
         runtime.strategy, runtime.communication, environ, peer_timeout=runtime.peer_timeout
     )
