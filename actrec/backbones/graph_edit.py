@@ -1,11 +1,10 @@
 """Rebuilding keras.applications functional networks with weightless layers inserted.
 
 `keras.models.clone_model(..., call_function=...)` re-runs a functional graph layer by
-layer; the call function sees each layer with its new input tensors and may transform
-those inputs first. The layers are the original's own objects (Keras would clone each from
-its config, building every weight again: 0.5 s of a quickstart TSM's 1.3 s build). Layers
-that carry weights are never added or renamed, so a rebuilt network has the original's
-weight list and loads the same weight files.
+layer; the call function sees each cloned layer (same class, config and name as the
+original) with its new input tensors and may transform those inputs first. Layers that
+carry weights are never added or renamed, so a rebuilt network has the original's weight
+list and loads the same weight files.
 """
 
 from __future__ import annotations
@@ -19,8 +18,8 @@ InputTransform = Callable[[keras.layers.Layer, object], object]
 
 
 def rebuild_with_input_transform(model: keras.Model, transform: InputTransform) -> keras.Model:
-    """Returns functional `model` rebuilt where each layer's first positional input is
-    replaced by `transform(layer, input)`, over the same layers and weights.
+    """Returns a copy of functional `model` where each layer's first positional input is
+    replaced by `transform(layer, input)` (fresh, randomly initialised weights).
 
     The copy keeps the model's name and every layer name.
     """
@@ -30,9 +29,7 @@ def rebuild_with_input_transform(model: keras.Model, transform: InputTransform) 
             arguments = (transform(layer, arguments[0]), *arguments[1:])
         return layer(*arguments, **keyword_arguments)
 
-    rebuilt = keras.models.clone_model(
-        model, clone_function=lambda layer: layer, call_function=call_function
-    )
+    rebuilt = keras.models.clone_model(model, call_function=call_function)
     # clone_model names the copy after the original; make it explicit.
     rebuilt.name = model.name
     return rebuilt

@@ -340,17 +340,12 @@ class RuntimeConfig:
     strategy: "auto" (multi-worker when TF_CONFIG / Slurm names several workers, mirrored
         with several local GPUs, else one device), "one-device", "mirrored", "multi-worker".
     communication: collective implementation of multi-worker runs: "auto", "ring", "nccl".
-    checkpoint_every_steps: 0 = checkpoints at epoch ends only.
-    validate_every_epochs: 0 = never.
+    checkpoint_every_steps: 0 = at epoch ends only. validate_every_epochs: 0 = never.
     steps_per_epoch: None = training videos // global batch (at least 1).
     peer_timeout: seconds a multi-worker run's peer may stop sending heartbeats before the
         others stop with the restart status (TensorFlow's coordination-service heartbeat
         timeout); None = TensorFlow's default, 10 s.
-    threads_per_op: how many threads TensorFlow splits one CPU op over (its intra-op
-        parallelism), set when the process's first training starts TensorFlow's runtime (a
-        later training in the same process keeps it); None = TensorFlow's default, one a
-        core. A small network's ops are too small to split: 1 steps the quickstart's flow
-        TSN 1.28x faster on 2 cores (`python benchmarks/cpu_step.py`).
+    threads_per_op: TensorFlow's threads for a CPU op (docs/training.md), None = one a core.
     """
 
     seed: int = at_least(0, 0)
@@ -401,6 +396,5 @@ def resolved_partial_bn(model: ModelConfig) -> bool:
 
 
 def resolved_input_size(model: ModelConfig, data: DataConfig) -> int:
-    """The model's frame side: model.input_size, else data.crop_size (the one place that
-    says so)."""
+    """The model's frame side: model.input_size, else data.crop_size (said only here)."""
     return model.input_size or data.crop_size

@@ -35,6 +35,7 @@ from actrec.predict.video_files import predict_videos
 from actrec.progress import NullProgress, Progress
 from actrec.quickstart.reuse import evaluated, exported
 from actrec.runs.folder import FINAL_WEIGHTS_FILE
+from actrec.train.threads import use_threads_per_op
 
 STAGES = (
     ("generate", "generate the synthetic videos"),
@@ -193,7 +194,6 @@ def run_quickstart(
     from actrec.data.prepare.dataset import prepare_dataset
     from actrec.data.prepare.encode_video import PrepareSettings
     from actrec.data.synthetic.dataset import generate_synthetic_dataset
-    from actrec.train.threads import use_threads_per_op
 
     settings = _check_size(size)
     # before generating and preparing, which start TensorFlow's runtime: it keeps its threads
