@@ -17,6 +17,8 @@ from typing import Any
 
 TEST = "test"
 ALLOWED = "allowed"
+MAX_THREADS_PER_OP = 256
+"""runtime.threads_per_op's largest value (TensorFlow makes the threads it is asked for)."""
 
 
 def checked(default: Any, test: Callable[[Any], bool], allowed: str) -> Any:
@@ -28,6 +30,12 @@ def at_least(default: Any, minimum: float, optional: bool = False) -> Any:
     """A field whose value must be >= `minimum` (or null, when `optional`)."""
     allowed = f"use a value >= {minimum}" + (" or null" if optional else "")
     return checked(default, lambda value: value >= minimum, allowed)
+
+
+def between(default: Any, low: float, high: float, optional: bool = False) -> Any:
+    """A field whose value must lie in [low, high] (or be null, when `optional`)."""
+    allowed = f"use {low} to {high}" + (" or null" if optional else "")
+    return checked(default, lambda value: low <= value <= high, allowed)
 
 
 def field_problem(metadata: Any, value: Any) -> str | None:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, fields
 from typing import Literal
 
 from actrec.backbones.spec import PREPROCESSING_MODES
-from actrec.config.bounds import at_least, checked
+from actrec.config.bounds import MAX_THREADS_PER_OP, at_least, between, checked
 from actrec.config.choices import (
     AdamState,
     Architecture,
@@ -358,7 +358,7 @@ class RuntimeConfig:
     log_every_steps: int = at_least(10, 1)
     steps_per_epoch: int | None = at_least(None, 1, optional=True)
     peer_timeout: float | None = at_least(None, 1, optional=True)
-    threads_per_op: int | None = at_least(None, 1, optional=True)
+    threads_per_op: int | None = between(None, 1, MAX_THREADS_PER_OP, optional=True)
 
 
 @dataclass(frozen=True)

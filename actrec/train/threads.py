@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from actrec.config.bounds import MAX_THREADS_PER_OP
+from actrec.errors import ConfigError
+
 
 def use_threads_per_op(threads: int | None) -> bool:
     """Set TensorFlow's intra-op parallelism to `threads` (None: leave TensorFlow's default,
@@ -9,6 +12,12 @@ def use_threads_per_op(threads: int | None) -> bool:
     the runtime: False when that has happened and the runtime keeps another value."""
     if threads is None:
         return True
+    if isinstance(threads, bool) or not isinstance(threads, int):
+        raise ConfigError(f"runtime.threads_per_op={threads!r} is not valid; use a whole number")
+    if not 1 <= threads <= MAX_THREADS_PER_OP:  # TensorFlow would make them all
+        raise ConfigError(
+            f"runtime.threads_per_op={threads} is not valid; use 1 to {MAX_THREADS_PER_OP} or null"
+        )
     import tensorflow as tf  # inside: the CLI imports this module before TensorFlow
 
     try:

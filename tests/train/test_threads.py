@@ -6,7 +6,11 @@ import os
 import subprocess
 import sys
 
+import pytest
 from repo_paths import REPO_ROOT
+
+from actrec.errors import ConfigError
+from actrec.train.threads import use_threads_per_op
 
 PROBE = """
 import tensorflow as tf
@@ -40,3 +44,22 @@ def test_the_quickstart_starts_tensorflow_with_its_recipes_threads_and_keeps_the
         cwd=REPO_ROOT,
     ).stdout.split()
     assert output == ["1", "False", "1", "True", "True"]
+
+
+@pytest.mark.parametrize("threads", [0, 100_000_000])
+def test_threads_out_of_bounds_are_refused_before_tensorflow_makes_them(
+    threads, cli_runner, tiny_synthetic_prepared, tmp_path
+):
+    """TensorFlow makes every thread it is asked for (10^8 hung `actrec train`): the recipe's
+    bound refuses the value by name, before a run folder is made, and the library function
+    refuses it too."""
+    run_dir = tmp_path / "run"
+    result = cli_runner(
+        "train", "--recipe", "synthetic-flow", "--data", tiny_synthetic_prepared,
+        "--workdir", run_dir, "--set", f"runtime.threads_per_op={threads}",
+    )  # fmt: skip
+    assert result.exit_code != 0
+    assert f"runtime.threads_per_op={threads} is not valid; use 1 to 256 or null" in result.output
+    assert not run_dir.exists()
+    with pytest.raises(ConfigError, match="use 1 to 256 or null"):
+        use_threads_per_op(threads)
