@@ -1,20 +1,30 @@
-"""Real-size TSMs in every deployment format: model size and latency on one core and on all.
+"""Real-size networks in every deployment format: model size, latency on one core and on all,
+and the peak memory of running one.
 
     python benchmarks/deploy_real_size.py [--out DIR] [--repeats 20] [--models mobilenet resnet]
+    python benchmarks/deploy_real_size.py --models resnet movinet videomae-s videomae-b
 
-The networks users ship, at 224 px, with random weights (latency does not depend on them):
-TSM's online-demo MobileNetV2 (27 classes, online shift) and TSM ResNet-50 (Kinetics-400's
-400 classes, 8 segments, bidirectional shift), written in their published PyTorch layouts by
-the test suite's reference writers (tests/published/torch_reference.py) and brought in by
-`actrec pretrained convert`. Each is exported with `actrec export` as a SavedModel, TFLite
-float32 / float16 / dynamic / int8 and ONNX float32 / int8 (int8 where `actrec export
+The networks users ship, at their published sizes, with random weights (latency does not
+depend on them): TSM's online-demo MobileNetV2 (27 classes, online shift) and TSM ResNet-50
+(Kinetics-400's 400 classes, 8 segments, bidirectional shift), written in their published
+PyTorch layouts by the test suite's reference writers (tests/published/torch_reference.py);
+MoViNet-A0 base and stream (a 7-class head: the asset's), the Model Garden's checkpoints as
+the suite writes them again from its asset (tests/movinet_reference.py); VideoMAE ViT-S/16
+and ViT-B/16 (400 classes, 16 frames of 224 px), transformers' own
+VideoMAEForVideoClassification saved in the Hugging Face layout
+(benchmarks/videomae_networks.py). Each is brought in by `actrec pretrained convert` and
+exported with `actrec export` as a SavedModel, TFLite float32 / float16 / dynamic / int8 and
+ONNX float32 / int8 (int8 where `actrec export
 --quantize int8` exists; calibrated on a tiny synthetic set, --calibration-data), the
-MobileNetV2 also `--streaming` (one frame a step). Each model is then timed in a fresh
-process, median of --repeats calls after a warm-up, on 1 thread and on every core:
-TensorFlow for the SavedModel (its whole signature: resize, crop and the network), LiteRT
-(its default CPU delegate, XNNPACK) for TFLite, ONNX Runtime's CPU provider for ONNX; the
-clip models take 8 frames (TFLite / ONNX: the ready clip, float32 0-255; the SavedModel:
-8 decoded 256x256 frames), the streaming ones one frame and their states. Beside them: what
+MobileNetV2 and the MoViNet stream also `--streaming` (one frame a step); VideoMAE and
+MoViNet in the float formats (MODEL_FORMATS: their int8 is gated on real clips, which random
+weights do not give). Each model is then timed in a fresh process, median of --repeats calls
+after a warm-up, on 1 thread and on every core, with the process's peak resident memory:
+TensorFlow for the SavedModel (its whole signature: sampling, resize, crop and the network),
+LiteRT (its default CPU delegate, XNNPACK) for TFLite, ONNX Runtime's CPU provider for ONNX;
+the clip models take their clip (TFLite / ONNX: the ready clip, float32 0-255; the
+SavedModel: the decoded 256x256 frames its sampling reads: 8 for a TSM, segments x interval
+for dense sampling), the streaming ones one frame and their states. Beside them: what
 one 640x480 frame's decode (OpenCV, from an MJPG file), resize to 256 and centre 224 crop
 take on one core, which a stream pays per frame outside the model.
 """
@@ -24,11 +34,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from real_size_sources import checkpoints, convert_options
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
@@ -42,6 +55,11 @@ FORMATS = {
     "ONNX float32": ["--format", "onnx"],
     "ONNX int8": ["--format", "onnx", "--quantize", "int8"],
 }
+FLOAT_FORMATS = ("SavedModel", "TFLite float32", "TFLite float16", "ONNX float32")
+MODEL_FORMATS = {"MoViNet": FLOAT_FORMATS, "VideoMAE": FLOAT_FORMATS}
+"""The formats of the families that are not TSMs (by the model's first word; others: all)."""
+STREAMING_MODELS = ("online", "stream")
+"""A model whose name holds one of these is also exported --streaming (one frame a step)."""
 
 
 def run(command: list, log: Path) -> bool:
@@ -52,21 +70,6 @@ def run(command: list, log: Path) -> bool:
             ).returncode
             == 0
         )
-
-
-def checkpoints(folder: Path, models: list[str]) -> dict[str, Path]:
-    """The published-layout files with random weights: {name: .pth path}."""
-    sys.path.insert(0, str(REPO_ROOT / "tests" / "published"))
-    import torch_reference as reference  # the test suite's reference writers
-
-    files = {}
-    if "mobilenet" in models:
-        model = reference.randomise_(reference.online_mobilenet_v2(27), seed=6)
-        files["TSM MobileNetV2 (online)"] = reference.save_online_demo(model, folder)
-    if "resnet" in models:
-        model = reference.randomise_(reference.tsm_resnet(400, 8), seed=7)
-        files["TSM ResNet-50"] = reference.save_tsm(model, folder)
-    return files
 
 
 def calibration_set(folder: Path) -> Path:
@@ -107,10 +110,12 @@ def exports(folder: Path, runs: dict[str, Path], calibration: Path, int8: bool) 
     """(model, kind, format, export folder or None when the export failed) of every export."""
     rows = []
     for model, run_dir in runs.items():
-        kinds = [("clip", [])] + ([("frame", ["--streaming"])] if "online" in model else [])
+        streams = any(word in model for word in STREAMING_MODELS)
+        kinds = [("clip", [])] + ([("frame", ["--streaming"])] if streams else [])
+        formats = MODEL_FORMATS.get(model.split()[0].split("-")[0], tuple(FORMATS))
         for kind, streaming in kinds:
             for name, options in FORMATS.items():
-                if "int8" in name and not int8:
+                if ("int8" in name and not int8) or name not in formats:
                     continue
                 target = folder / f"{run_dir.name}-{kind}-{name.replace(' ', '-')}"
                 extra = ["--calibration-data", calibration] if "int8" in name else []
@@ -132,8 +137,9 @@ def exports(folder: Path, runs: dict[str, Path], calibration: Path, int8: bool) 
     return rows
 
 
-def measured_ms(folder: Path, threads: int, repeats: int) -> float:
-    """Median milliseconds of one call of the model in `folder`, in a fresh process."""
+def measured(folder: Path, threads: int, repeats: int) -> dict:
+    """{"ms": median milliseconds of one call of the model in `folder`, "peak_mib": the
+    measuring process's peak resident memory}, in a fresh process."""
     command = [
         sys.executable,
         __file__,
@@ -147,8 +153,20 @@ def measured_ms(folder: Path, threads: int, repeats: int) -> float:
     output = subprocess.run([str(c) for c in command], capture_output=True, text=True)
     if output.returncode != 0:
         print(output.stderr[-2000:], file=sys.stderr)
-        return float("nan")
-    return json.loads(output.stdout.splitlines()[-1])["ms"]
+        return {"ms": float("nan"), "peak_mib": float("nan")}
+    return json.loads(output.stdout.splitlines()[-1])
+
+
+def measured_ms(folder: Path, threads: int, repeats: int) -> float:
+    """Median milliseconds of one call of the model in `folder`, in a fresh process."""
+    return measured(folder, threads, repeats)["ms"]
+
+
+def peak_mib() -> float:
+    """This process's peak resident memory in MiB (Linux reports KiB)."""
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def model_input(name: str, shape, dtype):
@@ -204,9 +222,30 @@ def measure(folder: Path, threads: int, repeats: int) -> float:
         for state in streaming["states"]:
             inputs[state["input"]] = tf.zeros([1, *state["shape"][1:]], tf.float32)
     else:
-        frames = np.random.default_rng(1).integers(0, 255, (1, 8, 256, 256, 3)).astype(np.uint8)
+        count = clip_frames(json.loads((folder / "actrec.json").read_text())["streams"][0])
+        shape = (1, count, 256, 256, 3)
+        frames = np.random.default_rng(1).integers(0, 255, shape).astype(np.uint8)
         inputs = {"frames": tf.constant(frames)}
     return median_ms(lambda: signature(**inputs), repeats)
+
+
+def clip_frames(stream: dict) -> int:
+    """How many decoded frames a clip SavedModel's sampling reads (actrec.json's stream):
+    one a segment (tsn), or segments x interval consecutive ones (dense)."""
+    if stream.get("sampling") == "dense":
+        return stream["num_segments"] * max(1, stream.get("frame_interval") or 1)
+    return stream["num_segments"]
+
+
+def step_label(folder: Path | None, kind: str) -> str:
+    """ "one frame" for a streaming step, else "N-frame clip" (the network's frames, from the
+    export's actrec.json; 8 where an export has none)."""
+    if kind != "clip":
+        return "one frame"
+    metadata = folder / "actrec.json" if folder is not None else None
+    if metadata is None or not metadata.is_file():
+        return "8-frame clip"
+    return f"{json.loads(metadata.read_text())['streams'][0]['num_segments']}-frame clip"
 
 
 def bare_network_exports(out: Path) -> list[tuple]:
@@ -280,7 +319,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path)
     parser.add_argument("--repeats", type=int, default=20)
-    parser.add_argument("--models", nargs="+", default=["mobilenet", "resnet"])
+    parser.add_argument(
+        "--models",
+        nargs="+",
+        default=["mobilenet", "resnet"],
+        choices=["mobilenet", "resnet", "movinet", "videomae-s", "videomae-b"],
+    )
     parser.add_argument(
         "--compare",
         type=Path,
@@ -293,7 +337,8 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.measure is not None:
-        print(json.dumps({"ms": measure(args.measure, args.threads, args.repeats)}))
+        ms = measure(args.measure, args.threads, args.repeats)
+        print(json.dumps({"ms": ms, "peak_mib": peak_mib()}))
         return
     if args.compare:
         compare(args.compare, args.rounds, args.repeats)
@@ -304,10 +349,11 @@ def main() -> None:
     int8 = "--calibration-data" in help_text  # `--quantize int8` calibrates on it
     runs = {}
     for model, checkpoint in checkpoints(out, args.models).items():
-        run_dir = out / checkpoint.name.split(".")[0].lower()
+        run_dir = out / "runs" / re.sub(r"[^a-z0-9]+", "-", model.lower()).strip("-")
         if not run_dir.exists():
+            options = convert_options(model, out)
             run(
-                [*ACTREC, "pretrained", "convert", checkpoint, "--out", run_dir],
+                [*ACTREC, "pretrained", "convert", checkpoint, "--out", run_dir, *options],
                 out / f"{run_dir.name}.log",
             )
         runs[model] = run_dir
@@ -315,22 +361,22 @@ def main() -> None:
     cores = os.cpu_count()
     avx512 = "avx512f" in Path("/proc/cpuinfo").read_text()
     print(f"{cores} cores, {'with' if avx512 else 'without'} AVX-512; exports in {out}")
-    print(f"| model | step | format | size | 1 core | {cores} cores | reload check |")
-    print("|---|---|---|---|---|---|---|")
+    print(f"| model | step | format | size | 1 core | {cores} cores | peak memory | reload check |")
+    print("|---|---|---|---|---|---|---|---|")
     rows = exports(out, runs, calibration, int8)
     if "mobilenet" in args.models:
         rows += bare_network_exports(out)
     for model, kind, name, folder in rows:
-        step = "8-frame clip" if kind == "clip" else "one frame"
+        step = step_label(folder, kind)
         if folder is None:
-            print(f"| {model} | {step} | {name} | export failed | | | |", flush=True)
+            print(f"| {model} | {step} | {name} | export failed | | | | |", flush=True)
             continue
-        one, every = (measured_ms(folder, threads, args.repeats) for threads in (1, cores))
+        one, every = (measured(folder, threads, args.repeats) for threads in (1, cores))
         size = model_bytes(folder) / 1e6
         check = reload_check(folder)
         print(
-            f"| {model} | {step} | {name} | {size:.1f} MB | {one:.1f} ms | {every:.1f} ms "
-            f"| {check} |",
+            f"| {model} | {step} | {name} | {size:.1f} MB | {one['ms']:.1f} ms | "
+            f"{every['ms']:.1f} ms | {one['peak_mib']:.0f} MiB | {check} |",
             flush=True,
         )
     frame_ms = frame_preparation_ms(out, 200)

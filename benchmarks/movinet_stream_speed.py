@@ -37,8 +37,9 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT / "tests"))
 sys.path.insert(0, str(REPO_ROOT / "benchmarks"))
 
-from deploy_real_size import ACTREC, calibration_set, checkpoints, measured_ms, run  # noqa: E402
+from deploy_real_size import ACTREC, calibration_set, measured_ms, run  # noqa: E402
 from movinet_reference import reference_environment  # noqa: E402
+from real_size_sources import checkpoints  # noqa: E402
 
 OFFICIAL = REPO_ROOT / "benchmarks" / "movinet_official_tflite.py"
 

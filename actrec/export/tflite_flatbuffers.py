@@ -13,12 +13,13 @@ export of the quickstart's models took 1.8x as long.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
-from actrec.errors import ConfigError
+from actrec.errors import ActrecError, ConfigError
 
 TFLITE_FILE = "model.tflite"
 QUANTIZATIONS = ("none", "float16", "dynamic", "int8")
@@ -68,12 +69,39 @@ def converted(
         converter.target_spec.supported_types = [tf.float16]
     if quantize == "int8":
         converter.representative_dataset = representative
-        if not integer_io:
+        if integer_io:
+            converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
+            converter.inference_input_type = {"uint8": tf.uint8, "int8": tf.int8}[integer_input]
+            converter.inference_output_type = tf.int8
+    try:
+        if quantize == "int8" and not integer_io:
             return _int8_with_float_ops(converter, FLOAT_OPS_OF_INT8)
-        converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
-        converter.inference_input_type = {"uint8": tf.uint8, "int8": tf.int8}[integer_input]
-        converter.inference_output_type = tf.int8
-    return converter.convert()
+        return converter.convert()
+    except Exception as error:  # the converter's ConverterError is not in TensorFlow's API
+        if type(error).__name__ != "ConverterError":
+            raise
+        raise ActrecError(_conversion_failure(str(error))) from None
+
+
+def _conversion_failure(message: str) -> str:
+    """One line for a TFLite ConverterError: the TensorFlow ops TFLite has no builtin kernel
+    for (the "TF Select ops:" line the converter prints), else its first error line."""
+    unsupported = re.search(r"TF Select ops: ([^\n]+)", message)
+    if unsupported:
+        ops = unsupported.group(1).strip()
+        hint = (
+            " (a grouped 3D convolution: a MoViNet base network's; its stream, causal (2+1)D, "
+            "converts)"
+            if "Conv3D" in ops
+            else ""
+        )
+        return (
+            f"the model does not convert to TFLite: TFLite has no builtin kernel for the "
+            f"TensorFlow ops {ops}{hint}; export --format savedmodel"
+        )
+    errors = [line.strip() for line in message.splitlines() if "error:" in line]
+    detail = errors[0] if errors else (message.splitlines() or ["no detail"])[0]
+    return f"the model does not convert to TFLite: {detail[:300]}; export --format savedmodel"
 
 
 def _int8_with_float_ops(converter, float_ops: Sequence[str]) -> bytes:

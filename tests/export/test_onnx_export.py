@@ -119,3 +119,23 @@ def test_a_function_with_an_op_onnx_lacks_fails_at_export_naming_the_op():
     with pytest.raises(ActrecError, match="no conversion for the TensorFlow ops Bitcast"):
         converted(reinterpreted, signature, 17)
     assert converted(lambda x: {"y": 2 * x}, signature, 17)  # what converts still does
+
+
+def test_a_grouped_3d_convolution_is_named_with_the_format_that_converts_it():
+    """Keras runs a grouped Conv3D (a MoViNet base network's depthwise 3D convolutions) in an
+    XLA-compiled function of its own, which tf2onnx leaves as a call: refused in one line
+    that says why and points at the SavedModel, not at TFLite (which has no kernel for it)."""
+    import keras
+    import tensorflow as tf
+
+    from actrec.errors import ActrecError
+    from actrec.export.formats.onnx import converted
+
+    clip = keras.Input((4, 8, 8, 6))
+    grouped = keras.Model(clip, keras.layers.Conv3D(6, 3, groups=6)(clip))
+    signature = [tf.TensorSpec([1, 4, 8, 8, 6], tf.float32)]
+    with pytest.raises(ActrecError) as refused:
+        converted(lambda x: {"out": grouped(x)}, signature, 17)
+    message = str(refused.value)
+    assert "StatefulPartitionedCall" in message and "MoViNet base" in message
+    assert message.endswith("export --format savedmodel") and "\n" not in message

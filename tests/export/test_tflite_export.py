@@ -89,3 +89,26 @@ def test_tflite_bad_options_are_named(tiny_runs, tmp_path, cli_runner):
     result = cli_runner("export", run, "--out", tmp_path / "d", "--format", "keras", "--streaming")
     assert result.exit_code == 1 and "is not an online TSM" in result.output
     assert not any((tmp_path / name).exists() for name in "abcd")
+
+
+def test_ops_tflite_has_no_kernel_for_are_named_in_one_line_not_a_traceback():
+    """A grouped 3D convolution (a MoViNet base network's depthwise (3D) convolutions: Keras
+    runs them as Conv3D, which TFLite has no builtin for) is refused by name, with the
+    format that does convert it; a model without one converts."""
+    import keras
+    import tensorflow as tf
+
+    from actrec.errors import ActrecError
+    from actrec.export.tflite_flatbuffers import converted
+
+    clip = keras.Input((4, 8, 8, 6))
+    grouped = keras.Model(clip, keras.layers.Conv3D(6, 3, groups=6)(clip))
+    plain = keras.Model(clip, keras.layers.Conv3D(6, 3)(clip))
+    signature = [tf.TensorSpec([1, 4, 8, 8, 6], tf.float32)]
+    with pytest.raises(ActrecError) as refused:
+        converted(lambda x: {"out": grouped(x)}, signature, [grouped], "none")
+    message = str(refused.value)
+    assert message.startswith("the model does not convert to TFLite")
+    assert "Conv3D" in message and "MoViNet base" in message
+    assert message.endswith("export --format savedmodel") and "\n" not in message
+    assert len(converted(lambda x: {"out": plain(x)}, signature, [plain], "none")) > 1000

@@ -182,9 +182,15 @@ def converted(function, signature: list, opset: int) -> bytes:
         ) from None
     missing = unconverted_ops(proto.graph)
     if missing:
+        # Keras runs a grouped convolution (a MoViNet base network's depthwise 3D ones) in
+        # a function of its own compiled by XLA, which tf2onnx leaves as a call.
+        grouped = "StatefulPartitionedCall" in missing
         raise ActrecError(
             f"the model does not convert to ONNX (opset {opset}): tf2onnx has no conversion "
-            f"for the TensorFlow ops {', '.join(missing)}; export --format savedmodel or tflite"
+            f"for the TensorFlow ops {', '.join(missing)}"
+            + (" (Keras's XLA-compiled grouped convolutions: a MoViNet base network's)" * grouped)
+            + "; export --format savedmodel"
+            + ("" if grouped else " or tflite")
         )
     return proto.SerializeToString()
 
