@@ -72,6 +72,14 @@ class FusedBatchNormalization(keras.layers.BatchNormalization):
         )
 
 
+def fused_copy(layer: keras.layers.Layer) -> keras.layers.Layer:
+    """A new, unbuilt layer of `layer`'s config: a FusedBatchNormalization for a
+    BatchNormalization, else of its class (what keras.models.clone_model makes by default)."""
+    if type(layer) is keras.layers.BatchNormalization:
+        return FusedBatchNormalization.from_config(layer.get_config())
+    return layer.__class__.from_config(layer.get_config())
+
+
 def with_fused_batch_normalization(model: keras.Model) -> keras.Model:
     """Returns functional `model` with each BatchNormalization layer replaced by a
     FusedBatchNormalization of the same config and name (new, unbuilt: meant for a network

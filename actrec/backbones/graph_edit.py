@@ -17,11 +17,17 @@ InputTransform = Callable[[keras.layers.Layer, object], object]
 """(cloned layer, its positional input: a tensor or a list of tensors) -> new input."""
 
 
-def rebuild_with_input_transform(model: keras.Model, transform: InputTransform) -> keras.Model:
+def rebuild_with_input_transform(
+    model: keras.Model,
+    transform: InputTransform,
+    clone_function: Callable[[keras.layers.Layer], keras.layers.Layer] | None = None,
+) -> keras.Model:
     """Returns a copy of functional `model` where each layer's first positional input is
     replaced by `transform(layer, input)` (fresh, randomly initialised weights).
 
-    The copy keeps the model's name and every layer name.
+    clone_function: layer -> the copy's layer (keras.models.clone_model's; default: a new
+    layer of the same class and config). The copy keeps the model's name and every layer
+    name.
     """
 
     def call_function(layer, *arguments, **keyword_arguments):
@@ -29,7 +35,9 @@ def rebuild_with_input_transform(model: keras.Model, transform: InputTransform) 
             arguments = (transform(layer, arguments[0]), *arguments[1:])
         return layer(*arguments, **keyword_arguments)
 
-    rebuilt = keras.models.clone_model(model, call_function=call_function)
+    rebuilt = keras.models.clone_model(
+        model, clone_function=clone_function, call_function=call_function
+    )
     # clone_model names the copy after the original; make it explicit.
     rebuilt.name = model.name
     return rebuilt

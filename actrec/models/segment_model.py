@@ -30,7 +30,7 @@ from actrec.errors import ConfigError
 from actrec.models.initialisation import finalize_layer_state, load_imagenet_weights
 from actrec.models.preprocessing import FramePreprocessing
 from actrec.models.remat import rematerialise
-from actrec.models.temporal_shift import DEFAULT_FOLD_FRACTION, insert_temporal_shift
+from actrec.models.temporal_shift import DEFAULT_FOLD_FRACTION, temporal_shift_transform
 
 DEFAULT_FLOW_LENGTH = 5
 CLASSIFIER_INIT_STDDEV = 0.001  # TSN's initialisation of the new classifier
@@ -149,17 +149,20 @@ def build_segment_backbone(
             f"unknown shift direction {shift_direction!r}; choose one of: "
             f"{', '.join(SHIFT_DIRECTIONS)}"
         )
-    network = build_backbone(spec, input_shape)
-    if architecture == "tsm":
-        network = insert_temporal_shift(
+    if architecture != "tsm":
+        return build_backbone(spec, input_shape)
+    return build_backbone(
+        spec,
+        input_shape,
+        edit=lambda network: temporal_shift_transform(
             network,
             spec,
             num_segments,
             fold_fraction=shift_fraction,
             placement=shift_placement,
             online=shift_direction == "online",
-        )
-    return network
+        ),
+    )
 
 
 def initialise_backbone(

@@ -22,7 +22,11 @@ from __future__ import annotations
 import keras
 from keras import ops
 
-from actrec.backbones.graph_edit import producing_layer_name, rebuild_with_input_transform
+from actrec.backbones.graph_edit import (
+    InputTransform,
+    producing_layer_name,
+    rebuild_with_input_transform,
+)
 from actrec.backbones.registry import shift_blocks
 from actrec.backbones.spec import BackboneSpec, ShiftBlocks
 from actrec.config.choices import SHIFT_PLACEMENTS
@@ -164,6 +168,23 @@ def insert_temporal_shift(
     the identity / projection path sees the unshifted input (TSM's default).
     placement "block": the block's input is shifted for every path of the block.
     """
+    transform = temporal_shift_transform(
+        backbone, spec, num_segments, fold_fraction, placement, online
+    )
+    return rebuild_with_input_transform(backbone, transform)
+
+
+def temporal_shift_transform(
+    backbone: keras.Model,
+    spec: BackboneSpec,
+    num_segments: int,
+    fold_fraction: float = DEFAULT_FOLD_FRACTION,
+    placement: str = "blockres",
+    online: bool = False,
+) -> InputTransform:
+    """The InputTransform that rebuilds `backbone` as `insert_temporal_shift` does (for
+    actrec.backbones.build.build_backbone's `edit`: the shifts and the fused BatchNorm in
+    one rebuild); ConfigError for a backbone TSM cannot shift or an unknown placement."""
     places = shift_blocks(spec)  # ConfigError for a backbone TSM cannot shift
     if placement not in SHIFT_PLACEMENTS:
         raise ConfigError(
@@ -202,4 +223,4 @@ def insert_temporal_shift(
             return inputs
         return shifted(inputs, block)
 
-    return rebuild_with_input_transform(backbone, shift_block_inputs)
+    return shift_block_inputs
