@@ -89,12 +89,7 @@ def _conversion_failure(message: str) -> str:
     unsupported = re.search(r"TF Select ops: ([^\n]+)", message)
     if unsupported:
         ops = unsupported.group(1).strip()
-        hint = (
-            " (a grouped 3D convolution: a MoViNet base network's; its stream, causal (2+1)D, "
-            "converts)"
-            if "Conv3D" in ops
-            else ""
-        )
+        hint = " (a grouped 3D convolution: Keras's Conv3D with groups > 1)" * ("Conv3D" in ops)
         return (
             f"the model does not convert to TFLite: TFLite has no builtin kernel for the "
             f"TensorFlow ops {ops}{hint}; export --format savedmodel"

@@ -89,6 +89,35 @@ def test_a_base_network_does_not_stream():
         stream_step(base)
 
 
+def test_a_base_network_converts_to_tflite_and_onnx_with_keras_outputs():
+    """A base MoViNet's depthwise 3D convolutions (actrec: depthwise 2D ones summed over the
+    temporal taps, not Keras's grouped Conv3D, which TFLite has no kernel for and which
+    tf2onnx leaves as an XLA call) convert to both formats and give Keras's logits."""
+    import tensorflow as tf
+
+    from actrec.export.formats.onnx import OnnxRunner
+    from actrec.export.formats.onnx import converted as onnx_model
+    from actrec.export.tflite_flatbuffers import TfliteRunner
+    from actrec.export.tflite_flatbuffers import converted as tflite_model
+
+    base = seeded(movinet_classifier(TEST_SPEC, 5, num_frames=5, image_size=(32, 40)), seed=2)
+    # bottlenecks whose depthwise convolution spans frames: a grouped Conv3D in Keras terms
+    assert any(kernel[0] > 1 for stage in TEST_SPEC.stages for kernel in stage.kernel_sizes)
+    clip = clips(count=1)
+    logits = np.asarray(base(clip))
+    signature = [tf.TensorSpec([1, 5, 32, 40, 3], tf.float32, name="clip")]
+
+    def function(x):
+        return {"logits": base(x, training=False)}
+
+    tflite = TfliteRunner(content=tflite_model(function, signature, [base], "none"))
+    onnx = OnnxRunner(onnx_model(function, signature, 17))
+    for runner, name in ((tflite, next(iter(tflite.input_details))), (onnx, onnx.input_names[0])):
+        outputs = np.asarray(runner.run({name: clip})["logits"])
+        np.testing.assert_allclose(outputs, logits, atol=1e-4, rtol=0)
+    assert np.ptp(logits) > 100 * 1e-4  # the logits are not all alike
+
+
 def test_a_recipe_builds_movinet_with_frames_in_0_255():
     recipe = with_settings(
         load_recipe("synthetic-rgb"),

@@ -122,9 +122,9 @@ def test_a_function_with_an_op_onnx_lacks_fails_at_export_naming_the_op():
 
 
 def test_a_grouped_3d_convolution_is_named_with_the_format_that_converts_it():
-    """Keras runs a grouped Conv3D (a MoViNet base network's depthwise 3D convolutions) in an
-    XLA-compiled function of its own, which tf2onnx leaves as a call: refused in one line
-    that says why and points at the SavedModel, not at TFLite (which has no kernel for it)."""
+    """Keras runs a grouped Conv3D in an XLA-compiled function of its own, which tf2onnx
+    leaves as a call: refused in one line that says why and points at the SavedModel, not at
+    TFLite (which has no kernel for it either)."""
     import keras
     import tensorflow as tf
 
@@ -137,5 +137,5 @@ def test_a_grouped_3d_convolution_is_named_with_the_format_that_converts_it():
     with pytest.raises(ActrecError) as refused:
         converted(lambda x: {"out": grouped(x)}, signature, 17)
     message = str(refused.value)
-    assert "StatefulPartitionedCall" in message and "MoViNet base" in message
+    assert "StatefulPartitionedCall" in message and "grouped convolutions" in message
     assert message.endswith("export --format savedmodel") and "\n" not in message

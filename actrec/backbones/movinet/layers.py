@@ -153,7 +153,8 @@ class MovinetConv(layers.Layer):
         act = activation_of(self.activation)
         if self.conv_type == "3d":
             x, new_buffer = self._temporal_padding(inputs, buffer)
-            x = self.conv(self._spatial_padding(x, self.kernel_size[1:], self.strides[1:]))
+            x = self._spatial_padding(x, self.kernel_size[1:], self.strides[1:])
+            x = self._depthwise_3d(x) if self.depthwise else self.conv(x)
             return self._finish(x, self.norm, act), new_buffer
         frames = inputs.shape[1]
         height, width, channels = inputs.shape[2:]
@@ -168,6 +169,31 @@ class MovinetConv(layers.Layer):
         x = ops.reshape(x, (-1, padded, height * width, channels))  # [B, T + pad, H'W', C']
         x = self._finish(self.conv_temporal(x), self.norm_temporal, act)
         return ops.reshape(x, (-1, x.shape[1], height, width, channels)), new_buffer
+
+    def _depthwise_3d(self, x):
+        """The depthwise Conv3D (`conv3d`'s kernel [kt, kh, kw, 1, C] and bias) of padded
+        frames x [B, T + pad, H + pad, W + pad, C], as the sum over its kt temporal taps of
+        a depthwise 2D convolution of the frames each tap reads: the same values, but
+        Keras runs a grouped Conv3D on TensorFlow in an XLA-compiled function of its own,
+        which took a MoViNet-A0 base clip 28x the stream's time on a CPU and which neither
+        TFLite (no grouped CONV_3D kernel) nor tf2onnx converts (docs/benchmarks.md)."""
+        kt, stride = self.kernel_size[0], self.strides[0]
+        frames = (x.shape[1] - kt) // stride + 1
+        height, width, channels = x.shape[2:]
+        total = None
+        for tap in range(kt):
+            read = x[:, tap : tap + stride * (frames - 1) + 1 : stride]  # [B, T', H, W, C]
+            kernel = ops.transpose(self.conv.kernel[tap], (0, 1, 3, 2))  # [kh, kw, C, 1]
+            y = ops.depthwise_conv(
+                ops.reshape(read, (-1, height, width, channels)),
+                kernel,
+                strides=self.strides[1:],
+                padding="valid",
+            )
+            total = y if total is None else total + y
+        if self.use_bias:
+            total = total + self.conv.bias
+        return ops.reshape(total, (-1, frames, *total.shape[1:]))
 
     @staticmethod
     def _finish(x, norm, act):

@@ -182,13 +182,13 @@ def converted(function, signature: list, opset: int) -> bytes:
         ) from None
     missing = unconverted_ops(proto.graph)
     if missing:
-        # Keras runs a grouped convolution (a MoViNet base network's depthwise 3D ones) in
-        # a function of its own compiled by XLA, which tf2onnx leaves as a call.
+        # Keras runs a grouped convolution (Conv3D with groups > 1) in a function of
+        # its own compiled by XLA, which tf2onnx leaves as a call.
         grouped = "StatefulPartitionedCall" in missing
         raise ActrecError(
             f"the model does not convert to ONNX (opset {opset}): tf2onnx has no conversion "
             f"for the TensorFlow ops {', '.join(missing)}"
-            + (" (Keras's XLA-compiled grouped convolutions: a MoViNet base network's)" * grouped)
+            + (" (Keras's XLA-compiled grouped convolutions: Conv3D with groups)" * grouped)
             + "; export --format savedmodel"
             + ("" if grouped else " or tflite")
         )
