@@ -178,11 +178,11 @@ class MovinetConv(layers.Layer):
         which took a MoViNet-A0 base clip 28x the stream's time on a CPU and which neither
         TFLite (no grouped CONV_3D kernel) nor tf2onnx converts (docs/benchmarks.md)."""
         kt, stride = self.kernel_size[0], self.strides[0]
-        frames = (x.shape[1] - kt) // stride + 1
         height, width, channels = x.shape[2:]
         total = None
         for tap in range(kt):
-            read = x[:, tap : tap + stride * (frames - 1) + 1 : stride]  # [B, T', H, W, C]
+            # the frames tap `tap` reads: from `tap` to kt - 1 - tap before the end
+            read = x[:, tap : (tap - (kt - 1)) or None : stride]  # [B, T', H, W, C]
             kernel = ops.transpose(self.conv.kernel[tap], (0, 1, 3, 2))  # [kh, kw, C, 1]
             y = ops.depthwise_conv(
                 ops.reshape(read, (-1, height, width, channels)),
@@ -193,6 +193,7 @@ class MovinetConv(layers.Layer):
             total = y if total is None else total + y
         if self.use_bias:
             total = total + self.conv.bias
+        frames = read.shape[1] if read.shape[1] is not None else ops.shape(read)[1]
         return ops.reshape(total, (-1, frames, *total.shape[1:]))
 
     @staticmethod
