@@ -23,7 +23,7 @@ from actrec.config.files import load_recipe
 from actrec.config.overrides import with_settings
 from actrec.config.validate import validate_recipe
 from actrec.errors import ConfigError
-from actrec.models.factory import build_model
+from actrec.models.factory import build_model, nested_batch_normalization_layers
 
 TOLERANCE = 1e-5
 STREAM = stream_settings("test_movinet")
@@ -141,6 +141,12 @@ def test_a_recipe_builds_movinet_with_frames_in_0_255():
     np.testing.assert_allclose(np.asarray(frame_logits), np.asarray(model(frames)), atol=1e-6)
     with pytest.raises(ConfigError, match=r"drop_path_rate and model\.remat are not available"):
         build_model(dataclasses.replace(recipe.model, drop_path_rate=0.1), recipe.data, 5)
+    # The recipe's BatchNorm momentum reaches the BatchNorms inside MoViNet's convolutions
+    # (None keeps the Model Garden's 0.99).
+    for momentum, expected in ((None, 0.99), (0.9, 0.9), (0.5, 0.5)):
+        chosen = dataclasses.replace(recipe.model, batch_norm_momentum=momentum)
+        norms = nested_batch_normalization_layers(build_model(chosen, recipe.data, 5))
+        assert len(norms) > 10 and {norm.momentum for norm in norms} == {expected}
 
 
 _LOADER = """
