@@ -152,25 +152,13 @@ def _residual_blocks(model: keras.Model, places: ShiftBlocks) -> set[str]:
 
 
 def insert_temporal_shift(
-    backbone: keras.Model,
-    spec: BackboneSpec,
-    num_segments: int,
-    fold_fraction: float = DEFAULT_FOLD_FRACTION,
-    placement: str = "blockres",
-    online: bool = False,
+    backbone: keras.Model, spec: BackboneSpec, num_segments: int, **options
 ) -> keras.Model:
     """Returns `backbone` (the network of registry entry `spec`) rebuilt with TemporalShift
     layers where its family's ShiftBlocks say (actrec.backbones.<family>.shift), freshly
     initialised; weights and layer names are unchanged, so it loads the same weight files.
-
-    placement "blockres": the shift feeds the first convolution of each residual branch
-    (ResNet `convK_blockM_1_conv`, MobileNetV2 `block_M_expand` of blocks with an add),
-    the identity / projection path sees the unshifted input (TSM's default).
-    placement "block": the block's input is shifted for every path of the block.
-    """
-    transform = temporal_shift_transform(
-        backbone, spec, num_segments, fold_fraction, placement, online
-    )
+    options: `temporal_shift_transform`'s (fold_fraction, placement, online)."""
+    transform = temporal_shift_transform(backbone, spec, num_segments, **options)
     return rebuild_with_input_transform(backbone, transform)
 
 
@@ -182,9 +170,15 @@ def temporal_shift_transform(
     placement: str = "blockres",
     online: bool = False,
 ) -> InputTransform:
-    """The InputTransform that rebuilds `backbone` as `insert_temporal_shift` does (for
+    """The InputTransform that rebuilds `backbone` with its shifts (`insert_temporal_shift`;
     actrec.backbones.build.build_backbone's `edit`: the shifts and the fused BatchNorm in
-    one rebuild); ConfigError for a backbone TSM cannot shift or an unknown placement."""
+    one rebuild); ConfigError for a backbone TSM cannot shift or an unknown placement.
+
+    placement "blockres": the shift feeds the first convolution of each residual branch
+    (ResNet `convK_blockM_1_conv`, MobileNetV2 `block_M_expand` of blocks with an add),
+    the identity / projection path sees the unshifted input (TSM's default).
+    placement "block": the block's input is shifted for every path of the block.
+    """
     places = shift_blocks(spec)  # ConfigError for a backbone TSM cannot shift
     if placement not in SHIFT_PLACEMENTS:
         raise ConfigError(
