@@ -25,6 +25,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import pytest
 from suite_budget import budget_summary, has_avx512
 from suite_durations import DurationRecorder, read_durations
+from suite_garbage import settle_garbage_collection
 from suite_schedule import schedule
 
 pytest_plugins = ["fixtures.cli", "fixtures.synthetic_runs", "fixtures.tiny_runs"]
@@ -45,6 +46,17 @@ def pytest_configure(config):
     # in the process that reports (not on the xdist workers, which have workerinput)
     if config.getoption("store_durations") and not hasattr(config, "workerinput"):
         config.pluginmanager.register(DurationRecorder(), "actrec-store-durations")
+
+
+def pytest_collection_finish(session):
+    # after the test modules' imports (PyTorch, JAX, ...), so that they are frozen too
+    if not _hands_tests_to_workers(session.config):  # the process that runs the tests
+        settle_garbage_collection()
+
+
+def _hands_tests_to_workers(config) -> bool:
+    """Whether this process is pytest-xdist's controller (it runs no test)."""
+    return not hasattr(config, "workerinput") and bool(getattr(config.option, "numprocesses", 0))
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups from the markers
