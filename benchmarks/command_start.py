@@ -1,5 +1,5 @@
 """The start of an `actrec` command that uses TensorFlow, with and without the console
-script's declined optional imports (actrec_cli.optional_imports), in fresh processes,
+script's declined optional imports (actrec.cluster.optional_imports), in fresh processes,
 alternating:
 
     python benchmarks/command_start.py [--rounds 5]
@@ -20,7 +20,7 @@ import sys
 _PROCESS = """
 import json, os, sys, time
 if sys.argv[1] == "declined":
-    from actrec_cli.optional_imports import decline_optional_imports
+    from actrec.cluster.optional_imports import decline_optional_imports
     decline_optional_imports()
 import keras, tensorflow as tf
 model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])

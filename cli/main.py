@@ -7,9 +7,9 @@ import sys
 
 import click
 from actrec_cli.console import error_console
-from actrec_cli.optional_imports import decline_optional_imports
 
 from actrec import __version__
+from actrec.cluster.optional_imports import decline_optional_imports
 from actrec.errors import ActrecError
 from actrec.train.inputs.input_pipelines import teardown_pending
 
@@ -86,7 +86,7 @@ def run() -> None:
     Only the console script does this: `main` called in a process (tests, CliRunner)
     returns as any click command. The console script also declines the optional packages
     TensorFlow and Keras import at start-up for helpers it never calls
-    (actrec_cli.optional_imports: about 2 s less CPU a command that imports TensorFlow).
+    (actrec.cluster.optional_imports: about 2 s less CPU a command that imports TensorFlow).
     """
     decline_optional_imports()
     try:

@@ -1,5 +1,5 @@
 """The console script declines the optional packages TensorFlow and Keras import at start-up
-(actrec_cli.optional_imports), and only those imports: TensorFlow, Keras and the packages
+(actrec.cluster.optional_imports), and only those imports: TensorFlow, Keras and the packages
 themselves still work in its process."""
 
 from __future__ import annotations
@@ -10,11 +10,12 @@ import sys
 
 import pytest
 from actrec_cli.main import run
-from actrec_cli.optional_imports import OptionalImportsDeclined
+
+from actrec.cluster.optional_imports import OptionalImportsDeclined
 
 _PROCESS = """
 import json, sys, time
-from actrec_cli.optional_imports import decline_optional_imports
+from actrec.cluster.optional_imports import decline_optional_imports
 
 decline_optional_imports()
 started = time.process_time()

@@ -1,12 +1,15 @@
-"""What TensorFlow and Keras import at start-up for helpers the `actrec` command never calls.
+"""What TensorFlow and Keras import at start-up for helpers actrec never calls, declined in
+the processes actrec starts: the console script (actrec_cli.main.run) and a batch-size probe
+(`python -m actrec.train.memory`). Not in an export's check of its card's code
+(actrec.export.fresh_process), which runs the card as a user's Python would.
 
 `import tensorflow` imports Keras, and both try optional packages when they are installed:
 Keras's image-gallery plots import matplotlib.pyplot, its scikit-learn wrappers
 scikit-learn, its notebook file editor IPython, its Orbax checkpoint callback and
 TensorFlow's TFLite utilities (for `experimental_from_jax`) JAX. Each import sits in a
 `try: ... except ImportError`. Without them a process that imports TensorFlow used 2.5 s of
-CPU instead of 5.0 s (2-core AMD EPYC; docs/benchmarks.md, "The command's start"). The
-console script declines exactly those imports by those modules (a finder first on
+CPU instead of 5.0 s (2-core AMD EPYC; docs/benchmarks.md, "The command's start"). Those
+processes decline exactly those imports by those modules (a finder first on
 `sys.meta_path`): the packages stay importable by everything else, so actrec's own
 confusion-matrix plot (matplotlib) and metrics (scikit-learn) import them as before.
 Python's import system offers no per-importer switch, hence this finder.
@@ -52,7 +55,7 @@ class OptionalImportsDeclined(importlib.abc.MetaPathFinder):
         for prefix, declined in DECLINED:
             if package == declined and importer.startswith(prefix):
                 raise ModuleNotFoundError(
-                    f"{fullname} is not imported by {importer} under the actrec command",
+                    f"{fullname} is not imported by {importer} in a process actrec started",
                     name=fullname,
                 )
         return None
