@@ -8,8 +8,9 @@ module):
     restarts.py      `actrec launch --restarts N`: the workers started again with --resume
     worker_loss.py   a lost worker said in one message instead of a TensorFlow traceback
     preemption.py    SIGTERM (a scheduler's preemption): checkpoint at the next step, stop
-    optional_imports.py  what TensorFlow and Keras import at start-up that the console
-                     script and a batch-size probe decline
+    optional_imports.py  what TensorFlow and Keras import at start-up that the processes
+                     actrec starts decline (the console script, a batch-size probe, a
+                     card's check)
 
 The training step and the run's life are actrec.train's; launch.py and restarts.py import
 no TensorFlow.

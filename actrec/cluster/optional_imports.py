@@ -1,7 +1,7 @@
 """What TensorFlow and Keras import at start-up for helpers actrec never calls, declined in
-the processes actrec starts: the console script (actrec_cli.main.run) and a batch-size probe
-(`python -m actrec.train.memory`). Not in an export's check of its card's code
-(actrec.export.fresh_process), which runs the card as a user's Python would.
+the processes actrec starts: the console script (actrec_cli.main.run), a batch-size probe
+(`python -m actrec.train.memory`) and an export's check of its card's code
+(actrec.export.fresh_process).
 
 `import tensorflow` imports Keras, and both try optional packages when they are installed:
 Keras's image-gallery plots import matplotlib.pyplot, its scikit-learn wrappers
