@@ -156,6 +156,8 @@ def _clips_video(path: Path, clips_per_class: int, repeats: int) -> list[tuple[i
 
 MEASURE_TIMELINE = """
 import json, sys
+from actrec.cluster.optional_imports import decline_optional_imports
+decline_optional_imports()  # as in `actrec predict --timeline`'s process
 from actrec.predict.video_files import ExportedModel
 from actrec.predict.timeline import video_timeline
 export, warm_up, video, window, stride = sys.argv[1:]

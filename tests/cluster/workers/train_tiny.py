@@ -31,6 +31,9 @@ import sys
 from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+from actrec.cluster.optional_imports import decline_optional_imports
+
+decline_optional_imports()  # as an `actrec train` worker starts
 SCENARIO_DEFAULTS = {
     "sync": "allreduce",
     "k": "1",
