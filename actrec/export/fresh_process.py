@@ -8,7 +8,8 @@ and returns what the block leaves in its variable `outputs`. The texts reach the
 an argument (JSON), never pasted into the code: a path with a quote in it stays a path.
 The process declines the optional packages TensorFlow and Keras import at start-up, as the
 `actrec` command does (actrec.cluster.optional_imports: none of them can change what the
-card's code computes; 2 s less CPU a check); the code's own imports are untouched.
+card's code computes; 2 s less CPU a check). That imports actrec's package and that one
+module, which register nothing with Keras; the code's own imports are untouched.
 """
 
 from __future__ import annotations
