@@ -7,9 +7,10 @@ full collections scan all of them: 15 % of a worker's CPU in tests/export/test_e
 tests/train/test_train.py (20 full collections, 4.8 s of 31 s; measured with gc.callbacks).
 Freezing what the imports made (gc.freeze: the collector skips those objects; reference
 counting still frees them) and collecting the youngest generation every 10000 allocations
-instead of 700 brought that to 1.4 s (docs/benchmarks.md, "The test suite's time"). The
-`actrec` processes the tests start keep CPython's defaults, as a user's do: their heaps are
-small and the same settings did not change a training's time there."""
+instead of 700, after collection, brought that to 2.0 s and the process to 26.5 s
+(docs/benchmarks.md, "The test suite's time"). The `actrec` processes the tests start
+keep CPython's defaults, as a user's do: their heaps are small and the same settings did
+not change a training's time there."""
 
 from __future__ import annotations
 
