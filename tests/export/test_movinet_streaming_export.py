@@ -8,6 +8,7 @@ input)."""
 
 from __future__ import annotations
 
+import collections
 import json
 import re
 import shutil
@@ -38,6 +39,18 @@ MOVINET_STREAM_SETTINGS = [
     "runtime.steps_per_epoch=1",
     "runtime.validate_every_epochs=0",
 ]
+
+
+def _op_counts(path) -> collections.Counter:
+    """{TFLite op type: how many} of a .tflite file's graph."""
+    from tensorflow.lite.tools import flatbuffer_utils
+
+    model = flatbuffer_utils.convert_bytearray_to_object(bytearray(path.read_bytes()))
+    return collections.Counter(
+        flatbuffer_utils.opcode_to_name(model, op.opcodeIndex)
+        for graph in model.subgraphs
+        for op in graph.operators
+    )
 
 
 @pytest.fixture(scope="module")
@@ -71,6 +84,8 @@ def test_each_format_streams_the_clip_model_frame_by_frame(
     assert streaming["logits"] == "clip" and streaming["frames_per_step"] == 2
     assert streaming["states"][-1]["state"] == "state_frame_count"
     assert "of the MoViNet stream's one-frame step" in (out / "MODEL_CARD.md").read_text()
+    if "tflite" in options:  # float32 keeps TFLite's fused hard swish, its fastest
+        assert _op_counts(out / "model.tflite")["HARD_SWISH"] >= 3
     steps = assert_last_step_is_the_clip_model(
         StreamingModel(out), movinet_run, tiny_synthetic_prepared, atol
     )
@@ -104,6 +119,10 @@ def test_the_int8_step_is_gated_on_its_last_step_and_predict_annotates_a_video(
     assert result.exit_code == 0, result.output
     gate = json.loads((out / "actrec.json").read_text())["quantization"]["gate"]
     assert gate["clips"] == 8 and gate["verdict"] == "passed"
+    # Hard swish as int8 ops XNNPACK runs (it has no int8 HARD_SWISH), and one frame-count
+    # division shared by the blocks' cumulative pools (actrec.backbones.hard_swish).
+    kinds = _op_counts(out / "model.tflite")
+    assert "HARD_SWISH" not in kinds and kinds["DIV"] <= 2, kinds
     video = next((tiny_synthetic_prepared.parent / "raw").rglob("*.avi"))
     annotated = tmp_path / "annotated.mp4"
     result = cli_runner("predict", video, "--model", out, "--stream", "--annotate", annotated)

@@ -16,6 +16,7 @@ import keras
 import numpy as np
 from keras import layers, ops
 
+from actrec.backbones.hard_swish import separate_ops
 from actrec.backbones.movinet.layers import MovinetConv, activation_of, same_padding
 
 
@@ -45,6 +46,8 @@ def pooled_frames(space, pool_sum, frames_before, causal: bool):
         if pool_sum is not None:
             sums = sums + ops.cast(pool_sum, sums.dtype)
         counts = before + ops.reshape(ops.arange(1, frames + 1, dtype=sums.dtype), (1, -1, 1, 1, 1))
+        if separate_ops():  # an int8 TFLite step: one DIV for every block, not one each
+            return sums * (1.0 / counts), sums[:, -1:]
         return sums / counts, sums[:, -1:]
     total = ops.sum(space, axis=1, keepdims=True)
     if pool_sum is not None:

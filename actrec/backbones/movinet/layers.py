@@ -15,9 +15,20 @@ from __future__ import annotations
 import keras
 from keras import layers, ops
 
+from actrec.backbones.hard_swish import separate_ops
+
 HARD_SIGMOID_SCALE = 0.16667
 """The Model Garden's hard sigmoid is relu6(x + 3) * 0.16667 (official/modeling/activations/
 sigmoid.py), not 1 / 6: kept, so that gates agree to float precision."""
+
+
+def hard_swish(x):
+    """x * relu6(x + 3) / 6: [...] -> [...]; while an int8 TFLite model is traced, as
+    relu6(x + 3) * (x / 6), the same function up to float rounding in ops XNNPACK runs in
+    int8 (actrec.backbones.hard_swish)."""
+    if separate_ops():
+        return ops.relu6(x + 3.0) * (x * (1.0 / 6.0))
+    return x * ops.relu6(x + 3.0) * (1.0 / 6.0)
 
 
 def activation_of(name: str | None):
@@ -26,7 +37,7 @@ def activation_of(name: str | None):
         return lambda x: x
     return {
         "swish": ops.silu,
-        "hard_swish": lambda x: x * ops.relu6(x + 3.0) * (1.0 / 6.0),
+        "hard_swish": hard_swish,
         "sigmoid": ops.sigmoid,
         "hard_sigmoid": lambda x: ops.relu6(x + 3.0) * HARD_SIGMOID_SCALE,
         "relu": ops.relu,

@@ -1,0 +1,143 @@
+"""Hard swish in an int8 TFLite model: TFLite's fused HARD_SWISH against actrec's separate
+ops (actrec.backbones.hard_swish), and which ops a .tflite file leaves outside XNNPACK.
+
+    python benchmarks/int8_hard_swish.py [--repeats 50] [--rounds 3]
+    python benchmarks/int8_hard_swish.py --file EXPORT/model.tflite   # its ops outside XNNPACK
+
+1. A stack of 12 convolutions (3x3 and 1x1, 16 and 32 channels, 86 x 86, each followed by
+   MoViNet's hard swish, actrec.backbones.movinet.layers.hard_swish) converted to int8 twice,
+   calibrated on the same 8 random inputs: as traced normally (the converter fuses each hard
+   swish into HARD_SWISH) and inside `hard_swish_as_separate_ops()` (ADD and two MULs).
+2. For each file: the ops LiteRT runs outside its XNNPACK delegate (each delegate
+   partition's ops found from its outputs back to its inputs; the rest run in LiteRT's own
+   kernels), and the median ms of one call on one thread, the two in turn for --rounds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+
+def ops_outside_delegate(path: Path) -> tuple[int, int, collections.Counter]:
+    """(ops, delegate partitions, {op type: count} of the ops left outside the delegate)
+    of a .tflite file under LiteRT's default XNNPACK delegate."""
+    from ai_edge_litert.interpreter import Interpreter
+
+    interpreter = Interpreter(model_path=str(path), num_threads=1)
+    interpreter.allocate_tensors()
+    details = interpreter._get_ops_details()  # the graph's ops, then the delegate's nodes
+    ops = [op for op in details if op["op_name"] != "DELEGATE"]
+    partitions = [op for op in details if op["op_name"] == "DELEGATE"]
+    producer = {tensor: op["index"] for op in ops for tensor in op["outputs"]}
+    delegated: set[int] = set()
+    for partition in partitions:
+        boundary = set(partition["inputs"])
+        pending = [producer[t] for t in partition["outputs"] if t in producer]
+        while pending:
+            index = pending.pop()
+            if index in delegated:
+                continue
+            delegated.add(index)
+            pending += [
+                producer[t]
+                for t in details[index]["inputs"]
+                if t >= 0 and t not in boundary and t in producer
+            ]
+    outside = collections.Counter(op["op_name"] for op in ops if op["index"] not in delegated)
+    return len(ops), len(partitions), outside
+
+
+def median_call_ms(path: Path, repeats: int) -> float:
+    import numpy as np
+    from ai_edge_litert.interpreter import Interpreter
+
+    interpreter = Interpreter(model_path=str(path), num_threads=1)
+    interpreter.allocate_tensors()
+    rng = np.random.default_rng(0)
+    for detail in interpreter.get_input_details():
+        value = rng.normal(0, 1, detail["shape"]).astype(detail["dtype"])
+        interpreter.set_tensor(detail["index"], value)
+    for _ in range(5):
+        interpreter.invoke()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        interpreter.invoke()
+        times.append(time.perf_counter() - start)
+    return 1000 * statistics.median(times)
+
+
+def conv_stack_int8(separate: bool) -> bytes:
+    """The int8 flatbuffer of the convolution stack, hard swish as traced (`separate`:
+    inside hard_swish_as_separate_ops)."""
+    import contextlib
+
+    import numpy as np
+    import tensorflow as tf
+
+    from actrec.backbones.hard_swish import hard_swish_as_separate_ops
+    from actrec.backbones.movinet.layers import hard_swish
+
+    rng = np.random.default_rng(0)
+    wide = tf.constant(rng.normal(0, 0.3, (3, 3, 16, 32)).astype("float32"))
+    narrow = tf.constant(rng.normal(0, 0.3, (1, 1, 32, 16)).astype("float32"))
+
+    @tf.function(input_signature=[tf.TensorSpec([1, 86, 86, 16], tf.float32)])
+    def stack(x):
+        for _ in range(6):
+            x = hard_swish(tf.nn.conv2d(x, wide, 1, "SAME"))
+            x = hard_swish(tf.nn.conv2d(x, narrow, 1, "SAME"))
+        return {"y": x}
+
+    def representative():
+        calibration = np.random.default_rng(1)
+        for _ in range(8):
+            yield [calibration.normal(0, 1, (1, 86, 86, 16)).astype("float32")]
+
+    with hard_swish_as_separate_ops() if separate else contextlib.nullcontext():
+        function = stack.get_concrete_function()
+    converter = tf.lite.TFLiteConverter.from_concrete_functions([function], stack)
+    converter.optimizations = [tf.lite.Optimize.DEFAULT]
+    converter.representative_dataset = representative
+    return converter.convert()
+
+
+def describe(label: str, path: Path) -> None:
+    count, partitions, outside = ops_outside_delegate(path)
+    listed = ", ".join(f"{n} {name}" for name, n in outside.most_common()) or "none"
+    print(f"{label}: {count} ops, {partitions} XNNPACK partitions; outside it: {listed}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--file", type=Path, help="only list this .tflite file's ops outside")
+    parser.add_argument("--repeats", type=int, default=50)
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    if args.file:
+        describe(str(args.file), args.file)
+        return
+    folder = Path(tempfile.mkdtemp(prefix="actrec-hard-swish-"))
+    files = {}
+    for label, separate in (("fused HARD_SWISH", False), ("separate ops", True)):
+        files[label] = folder / f"{'separate' if separate else 'fused'}.tflite"
+        files[label].write_bytes(conv_stack_int8(separate))
+        describe(label, files[label])
+    times: dict[str, list[float]] = {label: [] for label in files}
+    for _ in range(args.rounds):
+        for label, path in files.items():
+            times[label].append(median_call_ms(path, args.repeats))
+    fused, separate = (statistics.median(values) for values in times.values())
+    for label, values in times.items():
+        print(f"{label}: {statistics.median(values):.2f} ms a call (1 thread)")
+    print(f"separate ops / fused: {fused / separate:.2f}x faster")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
