@@ -13,14 +13,13 @@ export of the quickstart's models took 1.8x as long.
 
 from __future__ import annotations
 
-import contextlib
 import re
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
-from actrec.backbones.hard_swish import hard_swish_as_separate_ops
+from actrec.backbones.tflite_forms import traced_for_tflite
 from actrec.errors import ActrecError, ConfigError
 
 TFLITE_FILE = "model.tflite"
@@ -63,9 +62,8 @@ def converted(
     # converter reads their values (from_concrete_functions' trackable_obj).
     holder = tf.Module()
     holder.model_variables = [variable.value for model in models for variable in model.variables]
-    # int8: hard swish as ops the int8 graph's delegate runs (actrec.backbones.hard_swish)
-    separate = hard_swish_as_separate_ops() if quantize == "int8" else contextlib.nullcontext()
-    with separate:
+    # ops in the forms LiteRT's CPU delegate runs (actrec.backbones.tflite_forms)
+    with traced_for_tflite(int8=quantize == "int8"):
         traced = tf.function(function, input_signature=input_signature).get_concrete_function()
     converter = tf.lite.TFLiteConverter.from_concrete_functions([traced], holder)
     if quantize != "none":

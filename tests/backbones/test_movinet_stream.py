@@ -41,24 +41,26 @@ def causal_network():
     return seeded(movinet_classifier(TEST_SPEC, 5, POSITIONAL, num_frames=5, image_size=(32, 40)))
 
 
-def test_the_int8_tracing_forms_compute_the_same_network(causal_network):
-    """Traced for an int8 TFLite (hard swish as three ops, one shared frame-count
-    division: actrec.backbones.hard_swish), the network gives its logits within float
-    rounding, on the whole clip and step by step; outside the context, the usual form."""
+@pytest.mark.parametrize("int8", [False, True], ids=["float", "int8"])
+def test_the_tflite_tracing_forms_compute_the_same_network(causal_network, int8):
+    """Traced for a TFLite model (the skip's pool as TensorFlow's op; int8: hard swish as
+    three ops, one shared frame-count division: actrec.backbones.tflite_forms), the network
+    gives its logits within float rounding, on the whole clip and step by step; outside
+    the context, the usual forms."""
     import tensorflow as tf
 
-    from actrec.backbones.hard_swish import hard_swish_as_separate_ops, separate_ops
+    from actrec.backbones.tflite_forms import pool_op, separate_hard_swish, traced_for_tflite
 
     clip = clips()
     usual = np.asarray(causal_network(clip))
     step, states = stream_step(causal_network), initial_states(causal_network, 2)
-    with hard_swish_as_separate_ops():
-        assert separate_ops()
-        separate = np.asarray(tf.function(causal_network)(clip))
+    with traced_for_tflite(int8=int8):
+        assert pool_op() and separate_hard_swish() == int8
+        traced = np.asarray(tf.function(causal_network)(clip))
         for index in range(clip.shape[1]):
             stepped, states = tf.function(step)(clip[:, index : index + 1], states)
-    assert not separate_ops()
-    np.testing.assert_allclose(separate, usual, atol=TOLERANCE, rtol=0)
+    assert not pool_op() and not separate_hard_swish()
+    np.testing.assert_allclose(traced, usual, atol=TOLERANCE, rtol=0)
     np.testing.assert_allclose(np.asarray(stepped), usual, atol=TOLERANCE, rtol=0)
     assert np.abs(usual[0] - usual[1]).max() > 100 * TOLERANCE
 

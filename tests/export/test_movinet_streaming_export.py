@@ -42,15 +42,21 @@ MOVINET_STREAM_SETTINGS = [
 
 
 def _op_counts(path) -> collections.Counter:
-    """{TFLite op type: how many} of a .tflite file's graph."""
+    """{TFLite op type: how many} of a .tflite file's graph, and "SLICE STEP > 1": its
+    strided slices with a step other than 1 (XNNPACK leaves those to LiteRT)."""
     from tensorflow.lite.tools import flatbuffer_utils
 
     model = flatbuffer_utils.convert_bytearray_to_object(bytearray(path.read_bytes()))
-    return collections.Counter(
-        flatbuffer_utils.opcode_to_name(model, op.opcodeIndex)
-        for graph in model.subgraphs
-        for op in graph.operators
-    )
+    counts = collections.Counter()
+    for graph in model.subgraphs:
+        for op in graph.operators:
+            name = flatbuffer_utils.opcode_to_name(model, op.opcodeIndex)
+            counts[name] += 1
+            if name == "STRIDED_SLICE":
+                strides = model.buffers[graph.tensors[op.inputs[3]].buffer].data
+                steps = np.frombuffer(bytes(strides), dtype=np.int32)
+                counts["SLICE STEP > 1"] += int(np.any(steps != 1))
+    return counts
 
 
 @pytest.fixture(scope="module")
@@ -85,7 +91,9 @@ def test_each_format_streams_the_clip_model_frame_by_frame(
     assert streaming["states"][-1]["state"] == "state_frame_count"
     assert "of the MoViNet stream's one-frame step" in (out / "MODEL_CARD.md").read_text()
     if "tflite" in options:  # float32 keeps TFLite's fused hard swish, its fastest
-        assert _op_counts(out / "model.tflite")["HARD_SWISH"] >= 3
+        kinds = _op_counts(out / "model.tflite")
+        assert kinds["HARD_SWISH"] >= 3 and kinds["AVERAGE_POOL_2D"] >= 1, kinds
+        assert kinds["SLICE STEP > 1"] == 0, kinds
     steps = assert_last_step_is_the_clip_model(
         StreamingModel(out), movinet_run, tiny_synthetic_prepared, atol
     )
@@ -119,10 +127,12 @@ def test_the_int8_step_is_gated_on_its_last_step_and_predict_annotates_a_video(
     assert result.exit_code == 0, result.output
     gate = json.loads((out / "actrec.json").read_text())["quantization"]["gate"]
     assert gate["clips"] == 8 and gate["verdict"] == "passed"
-    # Hard swish as int8 ops XNNPACK runs (it has no int8 HARD_SWISH), and one frame-count
-    # division shared by the blocks' cumulative pools (actrec.backbones.hard_swish).
+    # Hard swish as int8 ops XNNPACK runs (it has no int8 HARD_SWISH), one frame-count
+    # division shared by the blocks' cumulative pools, and the skip's pool as one op, not
+    # strided slices XNNPACK leaves to LiteRT (actrec.backbones.tflite_forms).
     kinds = _op_counts(out / "model.tflite")
     assert "HARD_SWISH" not in kinds and kinds["DIV"] <= 2, kinds
+    assert kinds["AVERAGE_POOL_2D"] >= 1 and kinds["SLICE STEP > 1"] == 0, kinds
     video = next((tiny_synthetic_prepared.parent / "raw").rglob("*.avi"))
     annotated = tmp_path / "annotated.mp4"
     result = cli_runner("predict", video, "--model", out, "--stream", "--annotate", annotated)

@@ -16,8 +16,8 @@ import keras
 import numpy as np
 from keras import layers, ops
 
-from actrec.backbones.hard_swish import separate_ops
 from actrec.backbones.movinet.layers import MovinetConv, activation_of, same_padding
+from actrec.backbones.tflite_forms import pool_op, separate_hard_swish
 
 
 def make_divisible(value: float, divisor: int = 8) -> int:
@@ -46,7 +46,7 @@ def pooled_frames(space, pool_sum, frames_before, causal: bool):
         if pool_sum is not None:
             sums = sums + ops.cast(pool_sum, sums.dtype)
         counts = before + ops.reshape(ops.arange(1, frames + 1, dtype=sums.dtype), (1, -1, 1, 1, 1))
-        if separate_ops():  # an int8 TFLite step: one DIV for every block, not one each
+        if separate_hard_swish():  # an int8 TFLite step: one DIV for all blocks, not each
             return sums * (1.0 / counts), sums[:, -1:]
         return sums / counts, sums[:, -1:]
     total = ops.sum(space, axis=1, keepdims=True)
@@ -132,8 +132,19 @@ class SqueezeExcitation(layers.Layer):
 
 def average_pool_3x3(x):
     """The skip's 1x3x3 average pool, stride 1x2x2, SAME padding counting only real pixels
-    (TensorFlow's avg_pool SAME): [B, T, H, W, C] -> [B, T, ceil(H/2), ceil(W/2), C]."""
-    height, width = x.shape[2:4]
+    (TensorFlow's avg_pool SAME): [B, T, H, W, C] -> [B, T, ceil(H/2), ceil(W/2), C].
+    Nine strided slices, which every Keras backend counts so; traced for a TFLite model,
+    TensorFlow's op, which LiteRT's delegate runs (actrec.backbones.tflite_forms)."""
+    frames, height, width, channels = x.shape[1:]
+    if pool_op():
+        pooled = ops.average_pool(
+            ops.reshape(x, (-1, height, width, channels)),
+            3,
+            strides=2,
+            padding="same",
+            data_format="channels_last",
+        )
+        return ops.reshape(pooled, (-1, frames, *pooled.shape[1:]))
     rows, columns = same_padding(height, 3, 2), same_padding(width, 3, 2)
     padded = ops.pad(x, [(0, 0), (0, 0), rows, columns, (0, 0)])
     out_height, out_width = -(-height // 2), -(-width // 2)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import keras
 from keras import layers, ops
 
-from actrec.backbones.hard_swish import separate_ops
+from actrec.backbones.tflite_forms import separate_hard_swish
 
 HARD_SIGMOID_SCALE = 0.16667
 """The Model Garden's hard sigmoid is relu6(x + 3) * 0.16667 (official/modeling/activations/
@@ -25,8 +25,8 @@ sigmoid.py), not 1 / 6: kept, so that gates agree to float precision."""
 def hard_swish(x):
     """x * relu6(x + 3) / 6: [...] -> [...]; while an int8 TFLite model is traced, as
     relu6(x + 3) * (x / 6), the same function up to float rounding in ops XNNPACK runs in
-    int8 (actrec.backbones.hard_swish)."""
-    if separate_ops():
+    int8 (actrec.backbones.tflite_forms)."""
+    if separate_hard_swish():
         return ops.relu6(x + 3.0) * (x * (1.0 / 6.0))
     return x * ops.relu6(x + 3.0) * (1.0 / 6.0)
 

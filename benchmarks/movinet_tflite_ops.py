@@ -1,13 +1,13 @@
 """Hard swish in an int8 TFLite model: TFLite's fused HARD_SWISH against actrec's separate
-ops (actrec.backbones.hard_swish), and which ops a .tflite file leaves outside XNNPACK.
+ops (actrec.backbones.tflite_forms), and which ops a .tflite file leaves outside XNNPACK.
 
-    python benchmarks/int8_hard_swish.py [--repeats 50] [--rounds 3]
-    python benchmarks/int8_hard_swish.py --file EXPORT/model.tflite   # its ops outside XNNPACK
+    python benchmarks/movinet_tflite_ops.py [--repeats 50] [--rounds 3]
+    python benchmarks/movinet_tflite_ops.py --file EXPORT/model.tflite   # its ops outside XNNPACK
 
 1. A stack of 12 convolutions (3x3 and 1x1, 16 and 32 channels, 86 x 86, each followed by
    MoViNet's hard swish, actrec.backbones.movinet.layers.hard_swish) converted to int8 twice,
    calibrated on the same 8 random inputs: as traced normally (the converter fuses each hard
-   swish into HARD_SWISH) and inside `hard_swish_as_separate_ops()` (ADD and two MULs).
+   swish into HARD_SWISH) and inside `traced_for_tflite(int8=True)` (ADD and two MULs).
 2. For each file: the ops LiteRT runs outside its XNNPACK delegate (each delegate
    partition's ops found from its outputs back to its inputs; the rest run in LiteRT's own
    kernels), and the median ms of one call on one thread, the two in turn for --rounds.
@@ -75,14 +75,14 @@ def median_call_ms(path: Path, repeats: int) -> float:
 
 def conv_stack_int8(separate: bool) -> bytes:
     """The int8 flatbuffer of the convolution stack, hard swish as traced (`separate`:
-    inside hard_swish_as_separate_ops)."""
+    inside traced_for_tflite(int8=True))."""
     import contextlib
 
     import numpy as np
     import tensorflow as tf
 
-    from actrec.backbones.hard_swish import hard_swish_as_separate_ops
     from actrec.backbones.movinet.layers import hard_swish
+    from actrec.backbones.tflite_forms import traced_for_tflite
 
     rng = np.random.default_rng(0)
     wide = tf.constant(rng.normal(0, 0.3, (3, 3, 16, 32)).astype("float32"))
@@ -100,7 +100,7 @@ def conv_stack_int8(separate: bool) -> bytes:
         for _ in range(8):
             yield [calibration.normal(0, 1, (1, 86, 86, 16)).astype("float32")]
 
-    with hard_swish_as_separate_ops() if separate else contextlib.nullcontext():
+    with traced_for_tflite(int8=True) if separate else contextlib.nullcontext():
         function = stack.get_concrete_function()
     converter = tf.lite.TFLiteConverter.from_concrete_functions([function], stack)
     converter.optimizations = [tf.lite.Optimize.DEFAULT]

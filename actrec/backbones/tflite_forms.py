@@ -1,0 +1,47 @@
+"""How a network is being traced for a TFLite conversion: the forms of an op that LiteRT's
+CPU delegate (XNNPACK) runs, where the form used everywhere else would leave it outside.
+
+An op XNNPACK does not take runs in LiteRT's own kernel and cuts the delegated graph there.
+Two of MoViNet's did (`python benchmarks/movinet_tflite_ops.py --file F` lists a file's):
+
+- hard swish, x * relu6(x + 3) / 6, which TFLite's converter fuses into one HARD_SWISH: the
+  fastest op in float32, but XNNPACK has no int8 HARD_SWISH. Traced for an int8 model it is
+  written relu6(x + 3) * (x / 6) instead, an ADD (its relu6 fused) and two MULs, int8 ops
+  XNNPACK runs (and the frame count's reciprocal is shared by the cumulative pools);
+- the skip's 3x3 average pool of stride 2, written as nine strided slices (so that every
+  Keras backend counts only the real pixels at the border): XNNPACK takes no slice of
+  stride 2. Traced for any TFLite model it is TensorFlow's avg_pool (the same count),
+  which TFLite runs as AVERAGE_POOL_2D (docs/benchmarks.md, "MoViNet stream").
+
+No Keras here: the exporters import this without building a network.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+
+_FORMS = contextvars.ContextVar("actrec_tflite_forms", default=frozenset())
+SEPARATE_HARD_SWISH = "separate hard swish"
+POOL_OP = "average pool op"
+
+
+@contextlib.contextmanager
+def traced_for_tflite(int8: bool):
+    """Within it, a network traces the forms its TFLite model runs fastest: the pool op,
+    and for an `int8` model hard swish as separate ops."""
+    token = _FORMS.set(frozenset({POOL_OP, *([SEPARATE_HARD_SWISH] * int8)}))
+    try:
+        yield
+    finally:
+        _FORMS.reset(token)
+
+
+def separate_hard_swish() -> bool:
+    """Whether hard swish is to be written relu6(x + 3) * (x / 6) now (an int8 TFLite)."""
+    return SEPARATE_HARD_SWISH in _FORMS.get()
+
+
+def pool_op() -> bool:
+    """Whether an average pool is to be TensorFlow's op now (a TFLite model)."""
+    return POOL_OP in _FORMS.get()
