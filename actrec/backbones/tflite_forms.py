@@ -10,8 +10,10 @@ Two of MoViNet's did (`python benchmarks/movinet_tflite_ops.py --file F` lists a
   XNNPACK runs (and the frame count's reciprocal is shared by the cumulative pools);
 - the skip's 3x3 average pool of stride 2, written as nine strided slices (so that every
   Keras backend counts only the real pixels at the border): XNNPACK takes no slice of
-  stride 2. Traced for any TFLite model it is TensorFlow's avg_pool (the same count),
-  which TFLite runs as AVERAGE_POOL_2D (docs/benchmarks.md, "MoViNet stream").
+  stride 2. Traced for a float TFLite model it is TensorFlow's avg_pool (the same count),
+  which TFLite runs as AVERAGE_POOL_2D; for an int8 one (XNNPACK pools float32 only) a
+  depthwise sum of each window times its reciprocal count (docs/benchmarks.md, "MoViNet
+  stream").
 
 No Keras here: the exporters import this without building a network.
 """
@@ -28,8 +30,8 @@ POOL_OP = "average pool op"
 
 @contextlib.contextmanager
 def traced_for_tflite(int8: bool):
-    """Within it, a network traces the forms its TFLite model runs fastest: the pool op,
-    and for an `int8` model hard swish as separate ops."""
+    """Within it, a network traces the forms its TFLite model runs fastest: its pools as
+    ops, and for an `int8` model hard swish as separate ops and pools as depthwise sums."""
     token = _FORMS.set(frozenset({POOL_OP, *([SEPARATE_HARD_SWISH] * int8)}))
     try:
         yield

@@ -130,24 +130,40 @@ class SqueezeExcitation(layers.Layer):
         }
 
 
+def _window_counts(height: int, width: int) -> np.ndarray:
+    """[ceil(H/2), ceil(W/2)] the real pixels under each 3x3 window of stride 2, SAME
+    padding (TensorFlow's)."""
+    rows, columns = same_padding(height, 3, 2), same_padding(width, 3, 2)
+    out_height, out_width = -(-height // 2), -(-width // 2)
+    ones = np.pad(np.ones((height, width), np.float32), [rows, columns])
+    return sum(
+        ones[row : row + 2 * out_height - 1 : 2, column : column + 2 * out_width - 1 : 2]
+        for row in range(3)
+        for column in range(3)
+    )
+
+
 def average_pool_3x3(x):
     """The skip's 1x3x3 average pool, stride 1x2x2, SAME padding counting only real pixels
     (TensorFlow's avg_pool SAME): [B, T, H, W, C] -> [B, T, ceil(H/2), ceil(W/2), C].
     Nine strided slices, which every Keras backend counts so; traced for a TFLite model,
-    TensorFlow's op, which LiteRT's delegate runs (actrec.backbones.tflite_forms)."""
+    ops LiteRT's delegate runs (actrec.backbones.tflite_forms): TensorFlow's avg_pool, and
+    for int8 (which XNNPACK pools in float32 only) a depthwise sum times each window's
+    reciprocal count."""
     frames, height, width, channels = x.shape[1:]
+    counts = _window_counts(height, width)
     if pool_op():
-        pooled = ops.average_pool(
-            ops.reshape(x, (-1, height, width, channels)),
-            3,
-            strides=2,
-            padding="same",
-            data_format="channels_last",
-        )
+        images = ops.reshape(x, (-1, height, width, channels))
+        if separate_hard_swish():
+            ones = np.ones((3, 3, channels, 1), np.float32)
+            sums = ops.depthwise_conv(images, ops.cast(ones, x.dtype), 2, padding="same")
+            pooled = sums * ops.cast((1.0 / counts)[None, :, :, None], x.dtype)
+        else:
+            pooled = ops.average_pool(images, 3, 2, padding="same", data_format="channels_last")
         return ops.reshape(pooled, (-1, frames, *pooled.shape[1:]))
     rows, columns = same_padding(height, 3, 2), same_padding(width, 3, 2)
     padded = ops.pad(x, [(0, 0), (0, 0), rows, columns, (0, 0)])
-    out_height, out_width = -(-height // 2), -(-width // 2)
+    out_height, out_width = counts.shape
     total = None
     for row in range(3):
         for column in range(3):
@@ -155,12 +171,6 @@ def average_pool_3x3(x):
                 :, :, row : row + 2 * out_height - 1 : 2, column : column + 2 * out_width - 1 : 2
             ]
             total = window if total is None else total + window
-    ones = np.pad(np.ones((height, width), np.float32), [rows, columns])
-    counts = sum(
-        ones[row : row + 2 * out_height - 1 : 2, column : column + 2 * out_width - 1 : 2]
-        for row in range(3)
-        for column in range(3)
-    )
     return total / ops.cast(counts[None, None, :, :, None], x.dtype)
 
 
