@@ -24,26 +24,27 @@ import contextlib
 import contextvars
 
 _FORMS = contextvars.ContextVar("actrec_tflite_forms", default=frozenset())
-SEPARATE_HARD_SWISH = "separate hard swish"
-POOL_OP = "average pool op"
+TFLITE = "tflite"
+INT8 = "int8"
 
 
 @contextlib.contextmanager
 def traced_for_tflite(int8: bool):
     """Within it, a network traces the forms its TFLite model runs fastest: its pools as
     ops, and for an `int8` model hard swish as separate ops and pools as depthwise sums."""
-    token = _FORMS.set(frozenset({POOL_OP, *([SEPARATE_HARD_SWISH] * int8)}))
+    token = _FORMS.set(frozenset({TFLITE, *([INT8] * int8)}))
     try:
         yield
     finally:
         _FORMS.reset(token)
 
 
-def separate_hard_swish() -> bool:
-    """Whether hard swish is to be written relu6(x + 3) * (x / 6) now (an int8 TFLite)."""
-    return SEPARATE_HARD_SWISH in _FORMS.get()
+def for_tflite() -> bool:
+    """Whether a TFLite model is being traced now (its pools as ops)."""
+    return TFLITE in _FORMS.get()
 
 
-def pool_op() -> bool:
-    """Whether an average pool is to be TensorFlow's op now (a TFLite model)."""
-    return POOL_OP in _FORMS.get()
+def for_int8() -> bool:
+    """Whether an int8 TFLite model is being traced now (hard swish as separate ops, pools
+    as depthwise sums, one reciprocal of the frame count)."""
+    return INT8 in _FORMS.get()

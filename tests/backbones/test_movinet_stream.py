@@ -49,17 +49,17 @@ def test_the_tflite_tracing_forms_compute_the_same_network(causal_network, int8)
     the context, the usual forms."""
     import tensorflow as tf
 
-    from actrec.backbones.tflite_forms import pool_op, separate_hard_swish, traced_for_tflite
+    from actrec.backbones.tflite_forms import for_int8, for_tflite, traced_for_tflite
 
     clip = clips()
     usual = np.asarray(causal_network(clip))
     step, states = stream_step(causal_network), initial_states(causal_network, 2)
     with traced_for_tflite(int8=int8):
-        assert pool_op() and separate_hard_swish() == int8
+        assert for_tflite() and for_int8() == int8
         traced = np.asarray(tf.function(causal_network)(clip))
         for index in range(clip.shape[1]):
             stepped, states = tf.function(step)(clip[:, index : index + 1], states)
-    assert not pool_op() and not separate_hard_swish()
+    assert not for_tflite() and not for_int8()
     np.testing.assert_allclose(traced, usual, atol=TOLERANCE, rtol=0)
     np.testing.assert_allclose(np.asarray(stepped), usual, atol=TOLERANCE, rtol=0)
     assert np.abs(usual[0] - usual[1]).max() > 100 * TOLERANCE

@@ -17,7 +17,7 @@ import numpy as np
 from keras import layers, ops
 
 from actrec.backbones.movinet.layers import MovinetConv, activation_of, same_padding
-from actrec.backbones.tflite_forms import pool_op, separate_hard_swish
+from actrec.backbones.tflite_forms import for_int8, for_tflite
 
 
 def make_divisible(value: float, divisor: int = 8) -> int:
@@ -46,7 +46,7 @@ def pooled_frames(space, pool_sum, frames_before, causal: bool):
         if pool_sum is not None:
             sums = sums + ops.cast(pool_sum, sums.dtype)
         counts = before + ops.reshape(ops.arange(1, frames + 1, dtype=sums.dtype), (1, -1, 1, 1, 1))
-        if separate_hard_swish():  # an int8 TFLite step: one DIV for all blocks, not each
+        if for_int8():  # an int8 TFLite step: one DIV for all blocks, not one each
             return sums * (1.0 / counts), sums[:, -1:]
         return sums / counts, sums[:, -1:]
     total = ops.sum(space, axis=1, keepdims=True)
@@ -152,11 +152,12 @@ def average_pool_3x3(x):
     reciprocal count."""
     frames, height, width, channels = x.shape[1:]
     counts = _window_counts(height, width)
-    if pool_op():
+    if for_tflite():
         images = ops.reshape(x, (-1, height, width, channels))
-        if separate_hard_swish():
+        if for_int8():
             ones = np.ones((3, 3, channels, 1), np.float32)
-            sums = ops.depthwise_conv(images, ops.cast(ones, x.dtype), 2, padding="same")
+            kernel = ops.cast(ones, x.dtype)
+            sums = ops.depthwise_conv(images, kernel, 2, "same", data_format="channels_last")
             pooled = sums * ops.cast((1.0 / counts)[None, :, :, None], x.dtype)
         else:
             pooled = ops.average_pool(images, 3, 2, padding="same", data_format="channels_last")

@@ -15,7 +15,7 @@ from __future__ import annotations
 import keras
 from keras import layers, ops
 
-from actrec.backbones.tflite_forms import separate_hard_swish
+from actrec.backbones.tflite_forms import for_int8
 
 HARD_SIGMOID_SCALE = 0.16667
 """The Model Garden's hard sigmoid is relu6(x + 3) * 0.16667 (official/modeling/activations/
@@ -26,7 +26,7 @@ def hard_swish(x):
     """x * relu6(x + 3) / 6: [...] -> [...]; while an int8 TFLite model is traced, as
     relu6(x + 3) * (x / 6), the same function up to float rounding in ops XNNPACK runs in
     int8 (actrec.backbones.tflite_forms)."""
-    if separate_hard_swish():
+    if for_int8():
         return ops.relu6(x + 3.0) * (x * (1.0 / 6.0))
     return x * ops.relu6(x + 3.0) * (1.0 / 6.0)
 
