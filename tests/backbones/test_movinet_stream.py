@@ -53,12 +53,13 @@ def test_the_tflite_tracing_forms_compute_the_same_network(causal_network, int8)
 
     clip = clips()
     usual = np.asarray(causal_network(clip))
-    step, states = stream_step(causal_network), initial_states(causal_network, 2)
+    step = tf.function(stream_step(causal_network))  # traced once, inside the context
+    states = initial_states(causal_network, 2)
     with traced_for_tflite(int8=int8):
         assert for_tflite() and for_int8() == int8
         traced = np.asarray(tf.function(causal_network)(clip))
         for index in range(clip.shape[1]):
-            stepped, states = tf.function(step)(clip[:, index : index + 1], states)
+            stepped, states = step(clip[:, index : index + 1], states)
     assert not for_tflite() and not for_int8()
     np.testing.assert_allclose(traced, usual, atol=TOLERANCE, rtol=0)
     np.testing.assert_allclose(np.asarray(stepped), usual, atol=TOLERANCE, rtol=0)

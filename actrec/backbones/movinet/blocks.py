@@ -151,19 +151,20 @@ def average_pool_3x3(x):
     for int8 (which XNNPACK pools in float32 only) a depthwise sum times each window's
     reciprocal count."""
     frames, height, width, channels = x.shape[1:]
-    counts = _window_counts(height, width)
     if for_tflite():
         images = ops.reshape(x, (-1, height, width, channels))
         if for_int8():
             ones = np.ones((3, 3, channels, 1), np.float32)
             kernel = ops.cast(ones, x.dtype)
             sums = ops.depthwise_conv(images, kernel, 2, "same", data_format="channels_last")
-            pooled = sums * ops.cast((1.0 / counts)[None, :, :, None], x.dtype)
+            reciprocals = 1.0 / _window_counts(height, width)
+            pooled = sums * ops.cast(reciprocals[None, :, :, None], x.dtype)
         else:
             pooled = ops.average_pool(images, 3, 2, padding="same", data_format="channels_last")
         return ops.reshape(pooled, (-1, frames, *pooled.shape[1:]))
     rows, columns = same_padding(height, 3, 2), same_padding(width, 3, 2)
     padded = ops.pad(x, [(0, 0), (0, 0), rows, columns, (0, 0)])
+    counts = _window_counts(height, width)
     out_height, out_width = counts.shape
     total = None
     for row in range(3):
