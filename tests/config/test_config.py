@@ -49,6 +49,8 @@ EXPECTED_RECIPES = {
     "videomae-b-ucf101-from-kinetics400",
     "videomae-b-hmdb51-from-kinetics400",
     "videomae-folder",
+    "movinet-a0-stream-kinetics600",
+    "movinet-a0-stream-folder",
     "videomae-probe-folder",
 }
 UCF101_SPLIT1_TRAIN_VIDEOS = 9537
