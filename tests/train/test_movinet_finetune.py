@@ -82,7 +82,10 @@ def test_the_folder_recipe_at_a_rate_near_zero_keeps_its_start_s_predictions(
 ):
     source, source_scores = movinet_source
     scores = {}
-    for name, start in (("scratch", "model.weights=none"), ("tuned", f"model.weights=run:{source}")):
+    for name, start in (
+        ("scratch", "model.weights=none"),
+        ("tuned", f"model.weights=run:{source}"),
+    ):
         recipe = apply_overrides(load_recipe(RECIPE), [*TEST_SIZE, NEAR_ZERO_RATE, start])
         train(recipe, tiny_synthetic_prepared, tmp_path / name)
         scores[name] = _scores(tmp_path / name)
