@@ -73,16 +73,21 @@ def write_checkpoint(prefix: Path, record: dict, graph: bytes, seed: int) -> Non
     )
 
 
-def written_references(folder: Path, asset: Path = ASSET) -> tuple[Path, dict]:
+def written_references(
+    folder: Path, asset: Path = ASSET, names: tuple[str, ...] | None = None
+) -> tuple[Path, dict]:
     """(folder, name -> case) with the Model Garden's files written again under `folder`:
     NAME/outputs.npz (clips, logits, stream_logits, sampled endpoints) and each case's
     checkpoints; a case's "files" maps a kind ("model", "model_backbone", "backbone",
-    "savedmodel": a SavedModel's variables/ folder) to its path under `folder`."""
+    "savedmodel": a SavedModel's variables/ folder) to its path under `folder`. `names`:
+    only those cases (all by default)."""
     manifest = asset_manifest(asset)
     outputs = np.load(asset / "outputs.npz")
     graphs = np.load(asset / "object_graphs.npz")
     cases = {}
     for name, case in manifest["cases"].items():
+        if names is not None and name not in names:
+            continue
         (folder / name).mkdir(parents=True, exist_ok=True)
         prefix = f"{name}/"
         arrays = {

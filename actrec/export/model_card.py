@@ -135,6 +135,11 @@ def _stream_section(stream: ExportedStream, metadata_entry: dict) -> list[str]:
             f"{start.get('backbone')} {start.get('modality')}, {start.get('num_classes')} "
             f"classes; classifier {'kept' if start.get('keeps_classifier') else 'new'})"
         )
+        if start.get("weights_license"):  # fine-tuned weights stay under the source's terms
+            lines.append(
+                f"- Weights' license: {start['weights_license']} (the published weights it "
+                "was initialised from)"
+            )
     teacher = record.distilled_from
     if isinstance(teacher, dict):
         lines.append(

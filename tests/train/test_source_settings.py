@@ -259,3 +259,23 @@ def test_an_online_source_stays_online_and_made_bidirectional_by_hand_is_warned(
     _, settings = _settings("finetune-tsm", given, **{"model.shift_direction": "online"})
     difference = _by_setting(settings.differences)["model.shift_direction"]
     assert difference.line().startswith("warning: model.shift_direction: bidirectional")
+
+
+def test_the_published_weights_license_follows_a_chain_of_fine_tunings():
+    """A run converted from published weights, a run started from it and one started from
+    that all name the published weights' license (the exports' cards print it); a run of
+    actrec's own weights names none; a recorded starting point keeps it."""
+    from actrec.train.start.starting_point import weights_license
+
+    converted = RunRecord(converted_from={"license": "CC-BY-NC-4.0 (the weights' card)"})
+    assert weights_license(converted) == "CC-BY-NC-4.0 (the weights' card)"
+    start = StartingPoint(
+        path="runs/converted", kind="run", recipe="converted", architecture="videomae",
+        backbone="videomae_b", modality="rgb", num_classes=400, keeps_classifier=False,
+        weights_license=weights_license(converted),
+    )  # fmt: skip
+    tuned = RunRecord(initialised_from=start.to_json())
+    assert weights_license(tuned) == "CC-BY-NC-4.0 (the weights' card)"
+    assert StartingPoint.from_json(start.to_json()) == start
+    assert weights_license(RunRecord()) is None
+    assert weights_license(RunRecord(initialised_from={"path": "runs/mine"})) is None

@@ -47,6 +47,8 @@ class StartingPoint:
     kind: "run" or "export"; stream: the export stream used (index in actrec.json).
     keeps_classifier: the source's classes are the run's (in any order).
     settings: what the run inherits from the source and how it differs from its training.
+    weights_license: the license of the published weights the source was converted from
+        (or started from, down a chain of fine-tunings); None when it states none.
     """
 
     path: str
@@ -59,11 +61,15 @@ class StartingPoint:
     keeps_classifier: bool
     stream: int = 0
     settings: SourceSettings = field(default_factory=SourceSettings)
+    weights_license: str | None = None
 
     def to_json(self) -> dict:
-        """The source's fields, then "inherited" and "differences" (run.json)."""
+        """The source's fields (weights_license where there is one), then "inherited" and
+        "differences" (run.json)."""
         plain = {item.name: getattr(self, item.name) for item in fields(self)}
         del plain["settings"]
+        if plain["weights_license"] is None:  # actrec's own weights: nothing to state
+            del plain["weights_license"]
         return {**plain, **self.settings.to_json()}
 
     @classmethod
@@ -87,6 +93,7 @@ class _Source:
     recipe: object  # actrec.config.recipe.Recipe
     classes: tuple[str, ...]
     stream: int = 0
+    weights_license: str | None = None
 
 
 def starting_point(
@@ -117,6 +124,7 @@ def starting_point(
         keeps_classifier=classifier_mapping(source.classes, classes) is not None,
         stream=source.stream,
         settings=settings,
+        weights_license=source.weights_license,
     )
 
 
@@ -151,6 +159,11 @@ def load_starting_weights(model, start: StartingPoint, recipe, classes) -> list[
             f"the kept classifier trains at the base rate (the recipe's classifier_lr_mult "
             f"{recipe.train.classifier_lr_mult:g} is for a new one, as TSM's fc_lr5)"
         )
+    if start.weights_license:
+        lines.append(
+            f"the published weights it starts from are licensed {start.weights_license}: "
+            "its exports' model cards say so"
+        )
     return [*lines, *start.settings.lines()]
 
 
@@ -163,7 +176,7 @@ def _read_source(path: Path, modality: str) -> _Source:
             run = load_trained_run(path)
         except ConfigError as error:
             raise ConfigError(f"cannot start from {path}: {error}") from None
-        return _Source("run", path, run.recipe, run.classes)
+        return _Source("run", path, run.recipe, run.classes, 0, weights_license(run.record))
     if (path / METADATA_FILE).is_file():
         return _export_source(path, modality)
     raise ConfigError(
@@ -171,6 +184,18 @@ def _read_source(path: Path, modality: str) -> _Source:
         f"{RUN_FILE}) nor an `actrec export` folder (no {METADATA_FILE}); give the --workdir "
         "of a finished `actrec train` or the --out of `actrec export`"
     )
+
+
+def weights_license(record: RunRecord) -> str | None:
+    """The license of the published weights a run holds: those it was converted from, else
+    those its own starting point carried (a fine-tuning of a fine-tuning keeps it)."""
+    for origin, key in (
+        (record.converted_from, "license"),
+        (record.initialised_from, "weights_license"),
+    ):
+        if isinstance(origin, dict) and origin.get(key):
+            return str(origin[key])
+    return None
 
 
 def _export_source(path: Path, modality: str) -> _Source:
