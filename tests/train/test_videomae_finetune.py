@@ -5,6 +5,7 @@ near zero predicts what its start predicted."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
@@ -102,3 +103,48 @@ def test_a_videomae_start_carries_every_weight_but_a_new_classifier(videomae_sou
     mine = {w.path: np.asarray(w) for w in model.weights}
     for weight in weights:
         np.testing.assert_array_equal(mine[weight.path], np.asarray(weight), err_msg=weight.path)
+
+
+def test_a_converted_videomae_fine_tunes_from_its_start_where_scratch_does_not(
+    tiny_synthetic_prepared, cli_runner, tmp_path
+):
+    """transformers' own VideoMAE (tiny, random, the data's classes as its labels: the
+    classifier is kept), saved as a Hugging Face folder and converted, is the start of
+    videomae-folder at a rate near zero: the fine-tuned run predicts what the converted one
+    predicts, with its width and depth (model.network) inherited from it; the same network
+    from scratch does not."""
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from videomae_reference import reference
+
+    classes = json.loads((tiny_synthetic_prepared / "manifest.json").read_text())["classes"]
+    model = reference(num_frames=4, image_size=32, num_labels=len(classes))
+    model.config.id2label = dict(enumerate(classes))
+    model.save_pretrained(tmp_path / "videomae-tiny")
+    source = tmp_path / "converted"
+    converted = cli_runner("pretrained", "convert", tmp_path / "videomae-tiny", "--out", source)
+    assert converted.exit_code == 0, converted.output
+    network = load_recipe(source / "recipe.yaml").model.network
+    assert network  # the file's own width and depth, not videomae_s's
+    out = tmp_path / "converted-eval"
+    evaluate_run(source, resolve_protocol("centre"), out_dir=out, data_dir=tiny_synthetic_prepared)
+    source_scores = np.load(out / "scores.npz")["scores"]
+    size = [s for s in TEST_SIZE if not s.startswith(("model.backbone=", "data.frame_interval="))]
+    size.append("data.frame_interval=4")  # the converted recipe's view of the clip
+    scores = {}
+    for name, start in (
+        ("tuned", [f"model.weights=run:{source}"]),
+        ("scratch", ["model.weights=none", "model.backbone=videomae_s"]),
+    ):
+        recipe = apply_overrides(load_recipe("videomae-folder"), [*size, NEAR_ZERO_RATE, *start])
+        if name == "scratch":
+            recipe = dataclasses.replace(
+                recipe, model=dataclasses.replace(recipe.model, network=network)
+            )
+        train(recipe, tiny_synthetic_prepared, tmp_path / name)
+        scores[name] = _scores(tmp_path / name)
+    np.testing.assert_allclose(scores["tuned"], source_scores, atol=1e-5)
+    assert np.abs(scores["scratch"] - source_scores).max() > 1e-2
+    record = json.loads((tmp_path / "tuned" / "run.json").read_text())["initialised_from"]
+    assert record["keeps_classifier"] is True
+    assert record["weights_license"].startswith("CC-BY-NC-4.0")

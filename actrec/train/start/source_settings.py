@@ -178,10 +178,16 @@ def with_recorded_inheritance(recipe, record: RunRecord, given: Collection[str] 
 
 
 def _inheritable(recipe, source_recipe) -> tuple[str, ...]:
-    """The backbone (the loaded weights are its), the shift settings between two TSMs, and
-    the preprocessing."""
+    """The backbone and a clip network's shape settings (the loaded weights are theirs: a
+    VideoMAE converted from a file of its own size is videomae_s with another width and
+    depth), the shift settings between two TSMs, and the preprocessing."""
     both_tsm = recipe.model.architecture == source_recipe.model.architecture == "tsm"
-    return (BACKBONE_SETTING, *(SHIFT_SETTINGS if both_tsm else ()), PREPROCESSING_SETTING)
+    return (
+        BACKBONE_SETTING,
+        NETWORK_SETTING,
+        *(SHIFT_SETTINGS if both_tsm else ()),
+        PREPROCESSING_SETTING,
+    )
 
 
 def _resolved(recipe, setting: str):
