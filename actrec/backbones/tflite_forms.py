@@ -6,7 +6,7 @@ Two of MoViNet's did (`python benchmarks/movinet_tflite_ops.py --file F` lists a
 
 - hard swish, x * relu6(x + 3) / 6, which TFLite's converter fuses into one HARD_SWISH: the
   fastest op in float32, but XNNPACK has no int8 HARD_SWISH. Traced for an int8 model it is
-  written relu6(x + 3) * (x / 6) instead, an ADD (its relu6 fused) and two MULs, int8 ops
+  written relu6(x + 3) * x / 6 instead, an ADD (its relu6 fused) and two MULs, int8 ops
   XNNPACK runs (and the frame count's reciprocal is shared by the cumulative pools);
 - the skip's 3x3 average pool of stride 2, written as nine strided slices (so that every
   Keras backend counts only the real pixels at the border): XNNPACK takes no slice of

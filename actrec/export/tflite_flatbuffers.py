@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from actrec.backbones.keras_hard_swish import int8_hard_swish
 from actrec.backbones.tflite_forms import traced_for_tflite
 from actrec.errors import ActrecError, ConfigError
 
@@ -62,8 +63,10 @@ def converted(
     # converter reads their values (from_concrete_functions' trackable_obj).
     holder = tf.Module()
     holder.model_variables = [variable.value for model in models for variable in model.variables]
-    # ops in the forms LiteRT's CPU delegate runs (actrec.backbones.tflite_forms)
-    with traced_for_tflite(int8=quantize == "int8"):
+    # ops in the forms LiteRT's CPU delegate runs (actrec.backbones.tflite_forms; Keras's
+    # own hard swish layers: actrec.backbones.keras_hard_swish)
+    int8 = quantize == "int8"
+    with traced_for_tflite(int8), int8_hard_swish(models if int8 else ()):
         traced = tf.function(function, input_signature=input_signature).get_concrete_function()
     converter = tf.lite.TFLiteConverter.from_concrete_functions([traced], holder)
     if quantize != "none":

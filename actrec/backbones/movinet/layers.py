@@ -24,10 +24,10 @@ sigmoid.py), not 1 / 6: kept, so that gates agree to float precision."""
 
 def hard_swish(x):
     """x * relu6(x + 3) / 6: [...] -> [...]; while an int8 TFLite model is traced, as
-    relu6(x + 3) * (x / 6), the same function up to float rounding in ops XNNPACK runs in
+    relu6(x + 3) * x / 6, the same function up to float rounding in ops XNNPACK runs in
     int8 (actrec.backbones.tflite_forms)."""
     if for_int8():
-        return ops.relu6(x + 3.0) * (x * (1.0 / 6.0))
+        return ops.relu6(x + 3.0) * x * (1.0 / 6.0)
     return x * ops.relu6(x + 3.0) * (1.0 / 6.0)
 
 
