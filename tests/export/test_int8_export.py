@@ -158,7 +158,9 @@ def test_int8_onnx_has_qdq_nodes_and_is_gated(tiny_runs, tmp_path):
 def test_streaming_int8_is_calibrated_on_real_states_and_gated(tiny_online, tmp_path):
     """The online TSM's step in int8 TFLite and ONNX: calibrated on the frames of training
     clips with the states the float step met, gated on the test clips streamed frame by
-    frame; the states stay float32 inputs and outputs; `actrec predict --stream` runs it."""
+    frame; the frame and the logits float32, the states float32 but those whose int8 input
+    and output share scale and zero point, which are int8 in and out (fed back as they come
+    out); `actrec predict --stream` runs it."""
     from actrec.predict.stream import StreamingModel
 
     run = tiny_online["run"]
@@ -178,9 +180,19 @@ def test_streaming_int8_is_calibrated_on_real_states_and_gated(tiny_online, tmp_
         model = StreamingModel(out)
         frame = np.full([48, 64, 3], 100, np.uint8)
         assert np.all(np.isfinite(model.step(frame)))
-    tensors, inputs, outputs = _tensor_types(tmp_path / "tflite" / "model.tflite")
-    assert {detail["dtype"] for detail in inputs + outputs} == {np.float32}
+    tensors, _, _ = _tensor_types(tmp_path / "tflite" / "model.tflite")
     assert sum(dtype == np.int8 for dtype in tensors.values()) > len(tensors) // 2
+    int8_states = read_export_metadata(tmp_path / "tflite").get("int8_states", [])
+    runner = TfliteRunner(tmp_path / "tflite" / "model.tflite")
+    ins, outs = runner.input_details, runner.output_details
+    assert ins["frame"]["dtype"] == outs["logits"]["dtype"] == np.float32
+    states = [name for name in ins if name.startswith("state_")]
+    assert int8_states and set(int8_states) <= set(states)
+    for name in states:
+        assert ins[name]["dtype"] == outs[name]["dtype"]
+        assert ins[name]["dtype"] == (np.int8 if name in int8_states else np.float32), name
+        if name in int8_states:  # fed back as it came out
+            assert ins[name]["quantization"] == outs[name]["quantization"], name
 
 
 def test_streaming_int8_with_integer_io_feeds_its_states_back_as_integers(tiny_online, tmp_path):

@@ -35,6 +35,7 @@ from actrec.export.tflite_flatbuffers import (
     converted,
     states_changing_scale,
 )
+from actrec.export.tflite_int8_states import with_int8_states
 from actrec.export.trust.tflite_checks import check_tflite_file
 from actrec.files.atomic import write_bytes_atomic
 
@@ -91,6 +92,11 @@ class TfliteFormat(ExportFormat):
             request.integer_io,
             integer_input="int8" if request.streaming else "uint8",
         )
+        int8_states = []
+        if request.streaming and request.quantize == "int8" and not request.integer_io:
+            flatbuffer, int8_states = with_int8_states(
+                flatbuffer, [spec.name for spec in signature if spec.name.startswith("state_")]
+            )
         runner = TfliteRunner(content=flatbuffer)
         if request.streaming and request.integer_io:
             _check_state_scales(runner, signature)
@@ -101,6 +107,7 @@ class TfliteFormat(ExportFormat):
             "model": TFLITE_FILE,
             "quantize": request.quantize,
             "integer_io": bool(request.integer_io),
+            **({"int8_states": int8_states} if int8_states else {}),
             "top_k": None,
             **ready_clip_entries(request, state_shapes, BATCH),
         }
@@ -123,7 +130,14 @@ class TfliteFormat(ExportFormat):
                 "`runner.get_input_details()` gives; the normalisation is inside; inputs "
                 "below):"
                 if metadata.get("integer_io")
-                else " (float32 0-255; the normalisation is inside; inputs below):"
+                else " (float32 0-255; the normalisation is inside; inputs below"
+                + (
+                    f"; the states {', '.join(metadata['int8_states'])} are int8 in and out, "
+                    "the others float32: feed each back as the step gave it)"
+                    if metadata.get("int8_states")
+                    else ")"
+                )
+                + ":"
             ),
             "",
             "```python",
