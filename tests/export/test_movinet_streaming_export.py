@@ -21,6 +21,7 @@ from streaming_checks import assert_last_step_is_the_clip_model
 
 from actrec.config.files import load_recipe
 from actrec.config.overrides import apply_overrides
+from actrec.export.tflite_flatbuffers import TfliteRunner
 from actrec.export.writer import export_runs
 from actrec.predict.stream import StreamingModel
 from actrec.runs.trained import build_trained_model, load_trained_run
@@ -134,6 +135,20 @@ def test_the_int8_step_is_gated_on_its_last_step_and_predict_annotates_a_video(
     kinds = _op_counts(out / "model.tflite")
     assert "HARD_SWISH" not in kinds and kinds["DIV"] <= 2, kinds
     assert "AVERAGE_POOL_2D" not in kinds and kinds["SLICE STEP > 1"] == 0, kinds
+    # The frame buffers are int8 in and out (one scale: fed back as they came out, no
+    # QUANTIZE / DEQUANTIZE a frame); the cumulative pools' growing sums stay float32.
+    metadata = json.loads((out / "actrec.json").read_text())
+    runner = TfliteRunner(out / "model.tflite")
+    shapes = {state["input"]: state["shape"] for state in metadata["streaming"]["states"]}
+    buffers = [name for name, shape in shapes.items() if np.prod(shape[1:-1]) > 1]
+    assert buffers and metadata["int8_states"] == buffers, (metadata["int8_states"], shapes)
+    for name in shapes:
+        kind = np.int8 if name in buffers else np.float32
+        assert runner.input_details[name]["dtype"] == runner.output_details[name]["dtype"] == kind
+        assert metadata["inputs"][name]["dtype"] == np.dtype(kind).name  # what actrec.json says
+        if name in buffers:  # a zero state is the zero point
+            zero_point = runner.input_details[name]["quantization"][1]
+            assert metadata["inputs"][name]["quantization"]["zero_point"] == zero_point
     video = next((tiny_synthetic_prepared.parent / "raw").rglob("*.avi"))
     annotated = tmp_path / "annotated.mp4"
     result = cli_runner("predict", video, "--model", out, "--stream", "--annotate", annotated)

@@ -55,6 +55,23 @@ def _check_state_scales(runner: TfliteRunner, signature) -> None:
         )
 
 
+def _describe_int8_states(metadata: dict, runner: TfliteRunner, names: list[str]) -> None:
+    """actrec.json's inputs and streaming states say which states are int8, with their
+    scale and zero point (a zero state is its zero point)."""
+    for name in names:
+        scale, zero_point = runner.input_details[name]["quantization"]
+        quantization = {"scale": float(scale), "zero_point": int(zero_point)}
+        entry = metadata["inputs"][name]
+        entry.update(dtype="int8", quantization=quantization)
+        entry["description"] = (
+            f"int8, value = (q - {int(zero_point)}) x {float(scale):.6g}; to start, every "
+            f"element {int(zero_point)} (a zero state); feed back the output of the same name"
+        )
+        for state in metadata.get("streaming", {}).get("states", []):
+            if state.get("input") == name:
+                state.update(dtype="int8", quantization=quantization)
+
+
 class TfliteFormat(ExportFormat):
     name = "tflite"
     title = "TFLite model"
@@ -111,6 +128,7 @@ class TfliteFormat(ExportFormat):
             "top_k": None,
             **ready_clip_entries(request, state_shapes, BATCH),
         }
+        _describe_int8_states(metadata, runner, int8_states)
         tolerance = FLOAT_TOLERANCE if request.quantize == "none" else None
         return WrittenModel(difference, tolerance, metadata, run=runner.run)
 
@@ -133,7 +151,8 @@ class TfliteFormat(ExportFormat):
                 else " (float32 0-255; the normalisation is inside; inputs below"
                 + (
                     f"; the states {', '.join(metadata['int8_states'])} are int8 in and out, "
-                    "the others float32: feed each back as the step gave it)"
+                    "starting at their zero point (actrec.json), the others float32: feed "
+                    "each back as the step gave it)"
                     if metadata.get("int8_states")
                     else ")"
                 )
