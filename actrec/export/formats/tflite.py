@@ -19,6 +19,7 @@ from actrec.export.formats.registry import (
     predict_usage_lines,
 )
 from actrec.export.quantization.calibration import representative_inputs
+from actrec.export.quantization.tflite_int8_states import with_int8_states
 from actrec.export.ready_clips import (
     ReadyClipModel,
     ReadyFrameStep,
@@ -35,7 +36,6 @@ from actrec.export.tflite_flatbuffers import (
     converted,
     states_changing_scale,
 )
-from actrec.export.tflite_int8_states import with_int8_states
 from actrec.export.trust.tflite_checks import check_tflite_file
 from actrec.files.atomic import write_bytes_atomic
 
