@@ -41,7 +41,7 @@ SUITE_CASES = (
 on a flow stack) on a Keras-layout network and a TSM on a PyTorch-layout one, and each clip
 family's test network as a recipe builds it, small ones (Keras under JAX builds a network
 from its config op by op: EfficientNetB0 takes 22 s there, the families minutes; the other
-two MobileNetV2 pairs added 5 s to the suite and no layer)."""
+two MobileNetV2 pairs added 12 s of CPU to the suite and no layer)."""
 
 
 def cases(which: str | None = None) -> list[tuple[str, str, str]]:
