@@ -25,6 +25,7 @@ from actrec.config.confined_files import check_links_stay_inside
 from actrec.config.files import load_folder_recipe
 from actrec.errors import ConfigError
 from actrec.export.metadata_schema import check_export_metadata
+from actrec.runs.record import weights_license
 
 if TYPE_CHECKING:
     from actrec.config.recipe import Recipe
@@ -47,7 +48,9 @@ def recipe_file_name(modality: str, two_stream: bool) -> str:
 
 def _stream_entry(stream: ExportedStream, two_stream: bool) -> dict:
     recipe, spec = stream.run.recipe, stream.spec
+    published = weights_license(stream.run.record)  # a start from this export keeps it
     return {
+        **({"weights_license": published} if published else {}),
         "modality": stream.modality,
         "input": "frames" if stream.modality == "rgb" else "flow",
         "run": str(stream.run.run_dir.resolve()),

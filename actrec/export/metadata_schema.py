@@ -92,7 +92,7 @@ def _check_streams(metadata: dict) -> None:
         _plain_name(stream.get("recipe_file"), f"{where}.recipe_file")
         for name in STREAM_INTEGERS:
             _integer(stream.get(name), f"{where}.{name}")
-        for name in ("run", "recipe", "backbone", "architecture"):
+        for name in ("run", "recipe", "backbone", "architecture", "weights_license"):
             if name in stream and not isinstance(stream[name], str):
                 raise _FieldError(f"{where}.{name}", "a string")
     modalities = [stream["modality"] for stream in streams]

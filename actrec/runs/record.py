@@ -114,6 +114,18 @@ class RunRecord:
         return cls(**values, extra=extra)
 
 
+def weights_license(record: RunRecord) -> str | None:
+    """The license of the published weights a run holds: those it was converted from, else
+    those its own starting point carried (a fine-tuning of a fine-tuning keeps it)."""
+    for origin, key in (
+        (record.converted_from, "license"),
+        (record.initialised_from, "weights_license"),
+    ):
+        if isinstance(origin, dict) and origin.get(key):
+            return str(origin[key])
+    return None
+
+
 def read_run_record(run_dir: Path | str) -> RunRecord:
     """The run's run.json (an empty record when it is missing or unreadable)."""
     try:

@@ -139,6 +139,7 @@ def test_the_movinet_road_runs_as_written(tmp_path):
     metadata = json.loads((phone / "actrec.json").read_text())
     assert metadata["quantization"]["method"] == "int8"
     assert metadata["quantization"]["gate"]["verdict"] in ("passed", "undecided")
+    assert metadata["streams"][0]["weights_license"] == "Apache-2.0"
     assert "top-1" in export and "agree" in export
     card = (phone / "MODEL_CARD.md").read_text(encoding="utf-8")
     assert "- Weights' license: Apache-2.0" in card and "initialised from)" in card

@@ -12,7 +12,7 @@ from actrec.config.files import dump_recipe, load_recipe
 from actrec.config.overrides import apply_overrides, overridden_settings
 from actrec.config.recipe import SHIFT_SETTINGS, ModelConfig
 from actrec.errors import ConfigError
-from actrec.runs.record import RunRecord, write_run_record
+from actrec.runs.record import RunRecord, weights_license, write_run_record
 from actrec.train.start.source_settings import (
     INHERITED_SETTINGS,
     source_settings,
@@ -265,8 +265,6 @@ def test_the_published_weights_license_follows_a_chain_of_fine_tunings():
     """A run converted from published weights, a run started from it and one started from
     that all name the published weights' license (the exports' cards print it); a run of
     actrec's own weights names none; a recorded starting point keeps it."""
-    from actrec.train.start.starting_point import weights_license
-
     converted = RunRecord(converted_from={"license": "CC-BY-NC-4.0 (the weights' card)"})
     assert weights_license(converted) == "CC-BY-NC-4.0 (the weights' card)"
     start = StartingPoint(

@@ -16,6 +16,7 @@ from actrec.config.files import load_recipe
 from actrec.config.overrides import apply_overrides
 from actrec.evaluation.evaluate import evaluate_run
 from actrec.evaluation.protocols import resolve_protocol
+from actrec.export.writer import export_runs
 from actrec.models.factory import model_builder
 from actrec.runs.record import RunRecord
 from actrec.runs.trained import build_trained_model, load_trained_run
@@ -148,3 +149,12 @@ def test_a_converted_videomae_fine_tunes_from_its_start_where_scratch_does_not(
     record = json.loads((tmp_path / "tuned" / "run.json").read_text())["initialised_from"]
     assert record["keeps_classifier"] is True
     assert record["weights_license"].startswith("CC-BY-NC-4.0")
+    # an export of it names the license too, and a start from that export keeps it
+    export_runs([tmp_path / "tuned"], tmp_path / "export")
+    stream = json.loads((tmp_path / "export" / "actrec.json").read_text())["streams"][0]
+    assert stream["weights_license"] == record["weights_license"]
+    again = apply_overrides(
+        load_recipe("videomae-folder"), [f"model.weights=run:{tmp_path / 'export'}"]
+    )
+    start = starting_point(again, tuple(classes), RunRecord())
+    assert start.kind == "export" and start.weights_license == record["weights_license"]

@@ -31,7 +31,7 @@ from actrec.export.formats.registry import format_of_export
 from actrec.export.metadata import METADATA_FILE, load_export_recipe, read_export_metadata
 from actrec.models.transfer import classifier_mapping, transfer_weights
 from actrec.runs.folder import RUN_FILE
-from actrec.runs.record import RunRecord
+from actrec.runs.record import RunRecord, weights_license
 from actrec.runs.trained import build_trained_model, load_trained_run
 from actrec.train.start.source_settings import (
     SourceSettings,
@@ -186,18 +186,6 @@ def _read_source(path: Path, modality: str) -> _Source:
     )
 
 
-def weights_license(record: RunRecord) -> str | None:
-    """The license of the published weights a run holds: those it was converted from, else
-    those its own starting point carried (a fine-tuning of a fine-tuning keeps it)."""
-    for origin, key in (
-        (record.converted_from, "license"),
-        (record.initialised_from, "weights_license"),
-    ):
-        if isinstance(origin, dict) and origin.get(key):
-            return str(origin[key])
-    return None
-
-
 def _export_source(path: Path, modality: str) -> _Source:
     metadata = read_export_metadata(path)
     streams = metadata["streams"]
@@ -210,7 +198,8 @@ def _export_source(path: Path, modality: str) -> _Source:
     index = modalities.index(modality) if modality in modalities else modalities.index("rgb")
     format_of_export(path, metadata).check_start(path, metadata, index)
     recipe = load_export_recipe(path, streams[index]["recipe_file"])
-    return _Source("export", path, recipe, tuple(metadata["classes"]), index)
+    license_text = streams[index].get("weights_license")
+    return _Source("export", path, recipe, tuple(metadata["classes"]), index, license_text)
 
 
 def _check_compatible(source: _Source, recipe) -> None:
