@@ -9,12 +9,10 @@ import json
 
 import numpy as np
 import pytest
-from fixtures.built_once import built_once
+from kept_start import centre_scores, trained_source
 
 from actrec.config.files import load_recipe
 from actrec.config.overrides import apply_overrides
-from actrec.evaluation.evaluate import evaluate_run
-from actrec.evaluation.protocols import resolve_protocol
 from actrec.models.factory import model_builder
 from actrec.runs.record import RunRecord
 from actrec.runs.trained import build_trained_model, load_trained_run
@@ -57,24 +55,13 @@ def test_the_folder_recipe_is_the_kinetics600_training_at_a_batch_of_8():
     assert coupled_learning_rate(folder.train, 8) == pytest.approx(1.8 * 8 / 1024)
 
 
-def _scores(run_dir) -> np.ndarray:
-    """The run's centre-view logits [videos, classes] on its data's test split."""
-    out = run_dir.with_name(f"{run_dir.name}-eval")
-    evaluate_run(run_dir, resolve_protocol("centre"), out_dir=out)
-    return np.load(out / "scores.npz")["scores"]
-
-
 @pytest.fixture(scope="module")
 def movinet_source(tiny_synthetic_prepared, tmp_path_factory):
     """(a tiny MoViNet stream trained 4 steps from scratch by the folder recipe on the tiny
     synthetic set, its test scores)."""
-
-    def build(folder):
-        recipe = apply_overrides(load_recipe(RECIPE), [*TEST_SIZE, "model.weights=none"])
-        train(recipe, tiny_synthetic_prepared, folder)
-        return folder, _scores(folder)
-
-    return built_once(tmp_path_factory, "movinet-source", build)
+    return trained_source(
+        RECIPE, TEST_SIZE, tiny_synthetic_prepared, tmp_path_factory, "movinet-source"
+    )
 
 
 def test_the_folder_recipe_at_a_rate_near_zero_keeps_its_start_s_predictions(
@@ -88,7 +75,7 @@ def test_the_folder_recipe_at_a_rate_near_zero_keeps_its_start_s_predictions(
     ):
         recipe = apply_overrides(load_recipe(RECIPE), [*TEST_SIZE, NEAR_ZERO_RATE, start])
         train(recipe, tiny_synthetic_prepared, tmp_path / name)
-        scores[name] = _scores(tmp_path / name)
+        scores[name] = centre_scores(tmp_path / name)
     tuned, scratch = (np.abs(scores[name] - source_scores).max() for name in ("tuned", "scratch"))
     print(f"largest logit difference to the start: tuned {tuned:.1e}, scratch {scratch:.1e}")
     # a random MoViNet's logits are small (the issue: they barely depend on the clip):

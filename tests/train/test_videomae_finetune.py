@@ -10,7 +10,7 @@ import json
 
 import numpy as np
 import pytest
-from fixtures.built_once import built_once
+from kept_start import centre_scores, trained_source
 
 from actrec.config.files import load_recipe
 from actrec.config.overrides import apply_overrides
@@ -42,24 +42,13 @@ recipe's AdamW, layer decay, mixup / CutMix, label smoothing, drop path and rema
 NEAR_ZERO_RATE = "train.lr=1e-12"
 
 
-def _scores(run_dir) -> np.ndarray:
-    """The run's centre-view logits [videos, classes] on its data's test split."""
-    out = run_dir.with_name(f"{run_dir.name}-eval")
-    evaluate_run(run_dir, resolve_protocol("centre"), out_dir=out)
-    return np.load(out / "scores.npz")["scores"]
-
-
 @pytest.fixture(scope="module")
 def videomae_source(tiny_synthetic_prepared, tmp_path_factory):
     """(a tiny VideoMAE run trained 4 steps from scratch by videomae-folder on the tiny
     synthetic set, its test scores)."""
-
-    def build(folder):
-        recipe = apply_overrides(load_recipe("videomae-folder"), [*TEST_SIZE, "model.weights=none"])
-        train(recipe, tiny_synthetic_prepared, folder)
-        return folder, _scores(folder)
-
-    return built_once(tmp_path_factory, "videomae-source", build)
+    return trained_source(
+        "videomae-folder", TEST_SIZE, tiny_synthetic_prepared, tmp_path_factory, "videomae-source"
+    )
 
 
 def test_videomae_folder_at_a_rate_near_zero_keeps_its_start_s_predictions(
@@ -77,7 +66,7 @@ def test_videomae_folder_at_a_rate_near_zero_keeps_its_start_s_predictions(
             load_recipe("videomae-folder"), [*TEST_SIZE, NEAR_ZERO_RATE, start]
         )
         train(recipe, tiny_synthetic_prepared, tmp_path / name)
-        scores[name] = _scores(tmp_path / name)
+        scores[name] = centre_scores(tmp_path / name)
     np.testing.assert_allclose(scores["tuned"], source_scores, atol=1e-5)
     assert np.abs(scores["scratch"] - source_scores).max() > 1e-2
     start = json.loads((tmp_path / "tuned" / "run.json").read_text())["initialised_from"]
@@ -143,7 +132,7 @@ def test_a_converted_videomae_fine_tunes_from_its_start_where_scratch_does_not(
                 recipe, model=dataclasses.replace(recipe.model, network=network)
             )
         train(recipe, tiny_synthetic_prepared, tmp_path / name)
-        scores[name] = _scores(tmp_path / name)
+        scores[name] = centre_scores(tmp_path / name)
     np.testing.assert_allclose(scores["tuned"], source_scores, atol=1e-5)
     assert np.abs(scores["scratch"] - source_scores).max() > 1e-2
     record = json.loads((tmp_path / "tuned" / "run.json").read_text())["initialised_from"]
