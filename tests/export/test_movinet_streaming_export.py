@@ -15,6 +15,7 @@ import shutil
 
 import numpy as np
 import pytest
+from card_harness import run_cards
 from fixtures.built_once import built_once
 from movinet_weights import seeded
 from streaming_checks import assert_last_step_is_the_clip_model
@@ -149,6 +150,13 @@ def test_the_int8_step_is_gated_on_its_last_step_and_predict_annotates_a_video(
         if name in buffers:  # a zero state is the zero point
             zero_point = runner.input_details[name]["quantization"][1]
             assert metadata["inputs"][name]["quantization"]["zero_point"] == zero_point
+    # The card's code, in a fresh process, takes the int8 states as the card lists them and
+    # gives them back as int8 (and the rest as float32), the step's logits finite.
+    (card_run,) = run_cards([out], tmp_path)
+    assert card_run.actrec_modules == [] and np.all(np.isfinite(card_run.outputs["logits"]))
+    for name in shapes:
+        assert card_run.inputs[name].dtype == card_run.outputs[name].dtype, name
+        assert card_run.outputs[name].dtype == (np.int8 if name in buffers else np.float32)
     video = next((tiny_synthetic_prepared.parent / "raw").rglob("*.avi"))
     annotated = tmp_path / "annotated.mp4"
     result = cli_runner("predict", video, "--model", out, "--stream", "--annotate", annotated)
