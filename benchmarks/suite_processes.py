@@ -14,8 +14,9 @@ an exit handler that appends its own CPU (os.times, children not included), its 
 line, whether it imported TensorFlow, Keras, PyTorch or JAX, and the test that started it.
 Not logged: processes killed by a signal (the suite kills workers on purpose), ones that
 leave by os._exit, and ones whose test sets PYTHONPATH itself; the total beside them is
-the command's own user + system time. Long: the whole suite (15-17 min on 2 cores); run it
-alone on the idle machine.
+the command's own user + system time. The hook's folder goes first on PYTHONPATH, so an
+environment's own sitecustomize (if it has one) is not imported during the run. Long: the
+whole suite (15-17 min on 2 cores); run it alone on the idle machine.
 """
 
 from __future__ import annotations
