@@ -2,7 +2,7 @@
 on this machine: how much faster the suite got, measured where both ran.
 
     python benchmarks/suite_versions.py [--baseline 97ab109] [--baseline-minutes 41.4]
-                                        [-k EXPRESSION] [--durations N]
+                                        [-k EXPRESSION] [--durations N] [-m MARKS]
 
 Instances of one CPU kind differ (the same tests: 11.2 and 14.1 min on two AMD EPYCs with
 AVX-512, docs/benchmarks.md), so a suite time means little beside one from another machine.
@@ -14,7 +14,9 @@ runs `python -m pytest` in it, its own `actrec` and `actrec_cli` first on PYTHON
 tests and the processes they start import it, not the installed checkout), then the same
 command here. Prints each suite's wall time and pytest's summary line, their ratio and the
 estimate (-k: only the tests pytest's -k selects, in both, to compare a part; --durations N:
-this checkout's N slowest test phases, as pytest lists them, to know what to trim). Long: two
+this checkout's N slowest test phases, as pytest lists them, to know what to trim; -m: pytest's
+marker expression in this checkout only, the baseline whole, e.g. -m "not recipe_scale" for
+the suite without its recipe-scale tests). Long: two
 whole suites (about an hour on a slow instance); run it alone on the idle machine. 97ab109's
 console-script test fails here (it runs the installed script, this checkout's); 1 failed, 989 passed
 on 2026-11-27.
@@ -33,9 +35,15 @@ from pathlib import Path
 from versions import ROOT, baseline_checkout
 
 
-def timed_suite(checkout: Path, python_path: str | None, select: str | None, durations: int = 0):
+def timed_suite(
+    checkout: Path,
+    python_path: str | None,
+    select: str | None,
+    durations: int = 0,
+    marks: str | None = None,
+):
     """(wall seconds, pytest's summary line, pytest's list of the `durations` slowest phases)
-    of the README's test command in `checkout`, with `-k select` when given."""
+    of the README's test command in `checkout`, with `-k select` and `-m marks` when given."""
     environment = dict(os.environ)
     if python_path:
         environment["PYTHONPATH"] = python_path
@@ -43,6 +51,7 @@ def timed_suite(checkout: Path, python_path: str | None, select: str | None, dur
     result = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
         + (["-k", select] if select else [])
+        + (["-m", marks] if marks else [])
         + ([f"--durations={durations}"] if durations else []),
         cwd=checkout, env=environment, capture_output=True, text=True,
     )  # fmt: skip
@@ -63,11 +72,16 @@ def main() -> None:
     parser.add_argument(
         "--durations", type=int, default=0, help="print this checkout's N slowest test phases"
     )
+    parser.add_argument(
+        "-m", dest="marks",
+        help="pytest's -m, in this checkout only (the baseline runs whole): what the suite "
+        "would take without some tests, e.g. \"not recipe_scale\"",
+    )  # fmt: skip
     args = parser.parse_args()
     with baseline_checkout(args.baseline) as (worktree, python_path):
         old, old_line, _ = timed_suite(worktree, python_path, args.select)
     print(f"{args.baseline}: {old / 60:.1f} min ({old_line})", flush=True)
-    new, new_line, slowest = timed_suite(ROOT, None, args.select, args.durations)
+    new, new_line, slowest = timed_suite(ROOT, None, args.select, args.durations, args.marks)
     print(f"this checkout: {new / 60:.1f} min ({new_line})")
     print("\n".join(slowest))
     print(f"ratio {new / old:.2f}: {args.baseline_minutes:.1f} min there -> about "

@@ -10,7 +10,9 @@ need nothing else). Every other test goes with the rest of its module, so that a
 fixtures (trainings, launches of worker processes) are built once, not on each worker; the
 modules go longest first by tests/durations.json (suite_durations.py), so the long ones
 start early and the short ones fill the end of the run on both workers. pytest-xdist hands
-the groups out in the order of the collection (`--no-loadscope-reorder`)."""
+the groups out in the order of the collection (`--no-loadscope-reorder`). The
+synthetic-set groups' tests are marked `recipe_scale` (pyproject.toml's markers), as the
+documented roads mark themselves: `-m "not recipe_scale"` runs the rest."""
 
 from __future__ import annotations
 
@@ -71,6 +73,7 @@ def schedule(items: list, durations: ModuleDurations) -> None:
     for group, members in (("synthetic-set-1", first), ("synthetic-set-2", second)):
         for item in members:
             item.add_marker(pytest.mark.xdist_group(group))
+            item.add_marker(pytest.mark.recipe_scale)
     chosen = set(first + second)
     rest = [item for item in items if item not in chosen]
     for item in rest:

@@ -31,6 +31,7 @@ from actrec.data.synthetic.dataset import generate_synthetic_dataset
 
 pytestmark = [
     pytest.mark.slow,
+    pytest.mark.recipe_scale,
     pytest.mark.skipif(
         os.geteuid() != 0 or not all(map(shutil.which, ("unshare", "nsenter", "ip"))),
         reason="the cluster journey runs in a network namespace: it needs root, unshare, "

@@ -31,6 +31,7 @@ TINY_TRAINING = settings(
 
 
 @pytest.mark.slow
+@pytest.mark.recipe_scale
 def test_the_road_to_a_phone_and_a_webcam_runs_as_written(tmp_path):
     import torch_reference as reference  # tests/published: torch needed
 
@@ -95,6 +96,7 @@ MOVINET_TINY_TRAINING = settings(
 
 
 @pytest.mark.slow
+@pytest.mark.recipe_scale
 def test_the_movinet_road_runs_as_written(tmp_path):
     """The page's second road: the Model Garden's A0 stream (its checkpoint as
     tf-models-official wrote it, every weight from a seed: tests/movinet_reference.py) in the

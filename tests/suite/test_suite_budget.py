@@ -91,6 +91,9 @@ def test_synthetic_set_tests_go_first_in_two_groups_the_others_by_module_longest
         "fast": [("test_a",)],
         "tiny": [("test_b",)],
     }
+    # the synthetic-set groups' tests, and only they, are the recipe-scale ones
+    recipe_scale = [item.name for item in items if item.get_closest_marker("recipe_scale")]
+    assert recipe_scale == ["fusion", "accuracy", "readme", "online"]
 
 
 def test_a_module_missing_from_the_durations_gets_the_default_between_the_measured():
