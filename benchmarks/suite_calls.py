@@ -23,14 +23,13 @@ from __future__ import annotations
 import argparse
 import collections
 import json
-import os
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from versions import ROOT
+from versions import ROOT, hooked_environment
 
 HOOK = """
 import functools, importlib.abc, importlib.machinery, json, os, sys, time
@@ -136,12 +135,12 @@ train 320-640; the tests' tiny runs 1-60)."""
 def logged_suite(folder: Path, select: str | None) -> tuple[float, str, list, list]:
     """(wall seconds, pytest's summary line, the call records, the test records) of the
     README's test command with the hook and the plugin."""
-    (folder / "sitecustomize.py").write_text(HOOK)
-    (folder / "actrec_test_times.py").write_text(PLUGIN)
     calls, tests = folder / "calls.jsonl", folder / "tests.jsonl"
-    environment = dict(os.environ, ACTREC_CALL_LOG=str(calls), ACTREC_TEST_LOG=str(tests))
-    environment["PYTHONPATH"] = os.pathsep.join(
-        [str(folder)] + ([environment["PYTHONPATH"]] if environment.get("PYTHONPATH") else [])
+    environment = hooked_environment(
+        folder,
+        {"sitecustomize.py": HOOK, "actrec_test_times.py": PLUGIN},
+        ACTREC_CALL_LOG=str(calls),
+        ACTREC_TEST_LOG=str(tests),
     )
     start = time.perf_counter()
     result = subprocess.run(

@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import collections
 import json
-import os
 import re
 import resource
 import subprocess
@@ -33,7 +32,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from versions import ROOT
+from versions import ROOT, hooked_environment
 
 HOOK = """
 import atexit, json, os, sys
@@ -60,11 +59,9 @@ atexit.register(_actrec_log_process)
 def logged_suite(folder: Path, select: str | None) -> tuple[float, float, str, str]:
     """(wall seconds, user + system CPU seconds of the command and all it waited for,
     pytest's output, the process log's text) of the README's test command with the hook."""
-    (folder / "sitecustomize.py").write_text(HOOK)
     log = folder / "processes.jsonl"
-    environment = dict(os.environ, ACTREC_PROCESS_LOG=str(log))
-    environment["PYTHONPATH"] = os.pathsep.join(
-        [str(folder)] + ([environment["PYTHONPATH"]] if environment.get("PYTHONPATH") else [])
+    environment = hooked_environment(
+        folder, {"sitecustomize.py": HOOK}, ACTREC_PROCESS_LOG=str(log)
     )
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()

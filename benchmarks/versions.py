@@ -5,6 +5,7 @@ ratio measured where both ran carries a figure from one machine to another)."""
 from __future__ import annotations
 
 import contextlib
+import os
 import subprocess
 import tempfile
 from collections.abc import Iterator
@@ -31,3 +32,17 @@ def baseline_checkout(commit: str) -> Iterator[tuple[Path, str]]:
             yield worktree, str(links)
         finally:
             subprocess.run(["git", "worktree", "remove", "--force", str(worktree)], cwd=ROOT)
+
+
+def hooked_environment(folder: Path, modules: dict[str, str], **variables: str) -> dict[str, str]:
+    """This process's environment with `folder` first on PYTHONPATH, holding `modules`
+    ({file name: source}, e.g. a sitecustomize.py every Python process the command starts
+    imports), and `variables` added: for the benchmarks that log inside the suite's
+    processes."""
+    for name, source in modules.items():
+        (folder / name).write_text(source)
+    environment = dict(os.environ, **variables)
+    environment["PYTHONPATH"] = os.pathsep.join(
+        [str(folder)] + ([environment["PYTHONPATH"]] if environment.get("PYTHONPATH") else [])
+    )
+    return environment
